@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+MINI_SCENARIO = FIXTURES / "scenarios" / "mini.yaml"
 
 
 def shared_data_dir() -> Path:
@@ -22,3 +24,17 @@ def shared_data() -> Path:
     if not path.is_dir():
         pytest.skip(f"real-world traces not present at {path} (set SIMFORGE_SHARED_DATA)")
     return path
+
+
+@pytest.fixture
+def mini_pack():
+    from simforge.scenario import load_pack
+
+    return load_pack(str(FIXTURES / "packs" / "mini"))
+
+
+@pytest.fixture
+def mini_env():
+    import simforge
+
+    return simforge.make(str(MINI_SCENARIO))

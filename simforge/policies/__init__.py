@@ -1,1 +1,24 @@
-"""policies."""
+"""Policies: scripted baselines (and, later, LLM agents and external harnesses)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from simforge.policies.base import Policy
+from simforge.policies.scripted import NOOP_ANSWER, NoopPolicy, OraclePolicy
+
+POLICIES: dict[str, Callable[[], Policy]] = {
+    "oracle": OraclePolicy,
+    "noop": NoopPolicy,
+}
+
+
+def get_policy(name: str) -> Policy:
+    try:
+        factory = POLICIES[name]
+    except KeyError:
+        raise KeyError(f"unknown policy {name!r}; available: {sorted(POLICIES)}") from None
+    return factory()
+
+
+__all__ = ["NOOP_ANSWER", "POLICIES", "NoopPolicy", "OraclePolicy", "Policy", "get_policy"]

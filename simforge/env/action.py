@@ -1,0 +1,95 @@
+"""The agent's move: tool calls, a message to the user, or a final answer.
+
+An action may be written the way agents already write them: our own shape, an OpenAI assistant
+message (``tool_calls`` with ``function.arguments`` as a JSON string), a bare list of calls, or a
+string (the final answer).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+
+class ActionError(ValueError):
+    """An action the environment cannot interpret; names the part that is wrong."""
+
+
+class ActionCall(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    arguments: Any = Field(default_factory=dict)
+    id: str | None = None
+
+
+class Action(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    tool_calls: list[ActionCall] = Field(default_factory=list)
+    message: str | None = None
+    final_answer: str | None = None
+    think: float | None = Field(None, ge=0)
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Action:
+        kinds = sum([bool(self.tool_calls), self.final_answer is not None])
+        if kinds == 0 and self.message is None:
+            raise ValueError("an action needs tool_calls, a message or a final_answer")
+        if kinds > 1:
+            raise ValueError("an action has tool_calls or a final_answer, not both")
+        return self
+
+
+def parse_action(raw: Any) -> Action:
+    if isinstance(raw, Action):
+        return raw
+    if isinstance(raw, str):
+        return Action(final_answer=raw)
+    if isinstance(raw, list):
+        raw = {"tool_calls": raw}
+    if not isinstance(raw, dict):
+        raise ActionError(f"action: expected an object, a list of calls or a string, got {type(raw).__name__}")
+    data = dict(raw)
+    if data.get("role") == "assistant":  # an OpenAI assistant message
+        data.pop("role")
+        content = data.pop("content", None)
+        if data.get("tool_calls"):
+            data["message"] = content or None
+        elif content is not None:
+            data["final_answer"] = content
+        data.pop("refusal", None)
+    if "tool_calls" in data:
+        data["tool_calls"] = [_call(c, i) for i, c in enumerate(data["tool_calls"] or [])]
+    try:
+        return Action.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in first["loc"]) or "action"
+        raise ActionError(f"action.{where}: {first['msg']}") from None
+
+
+def _call(raw: Any, index: int) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise ActionError(f"action.tool_calls.{index}: expected an object, got {type(raw).__name__}")
+    call = dict(raw)
+    if "function" in call:  # OpenAI: {"id", "type": "function", "function": {"name", "arguments"}}
+        fn = call.pop("function") or {}
+        call.pop("type", None)
+        call["name"] = fn.get("name")
+        call["arguments"] = fn.get("arguments", {})
+    if "tool" in call and "name" not in call:
+        call["name"] = call.pop("tool")
+    if "args" in call and "arguments" not in call:
+        call["arguments"] = call.pop("args")
+    args = call.get("arguments")
+    if isinstance(args, str):
+        try:
+            call["arguments"] = json.loads(args) if args.strip() else {}
+        except json.JSONDecodeError:
+            pass  # the tool answers 422 naming the arguments, as a real API would
+    if not isinstance(call.get("name"), str):
+        raise ActionError(f"action.tool_calls.{index}.name: a tool name (string) is required")
+    return call

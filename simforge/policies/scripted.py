@@ -1,0 +1,53 @@
+"""Scripted baselines: the oracle (the scenario's reference solution) and the no-op."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from simforge.scenario.model import Task
+
+NOOP_ANSWER = "I could not complete the request."
+
+
+class OraclePolicy:
+    """Plays the task's reference solution step by step, then its answer."""
+
+    name: ClassVar[str] = "oracle"
+    privileged: ClassVar[bool] = True
+
+    def __init__(self) -> None:
+        self._steps: list[Any] = []
+        self._next = 0
+
+    def reset(self, observation: dict[str, Any], *, task: Task | None = None, seed: int = 0) -> None:
+        if task is None:
+            raise ValueError("the oracle policy needs the task (it is privileged)")
+        if not task.oracle:
+            raise ValueError(f"task {task.id!r} has no oracle solution")
+        self._steps = list(task.oracle)
+        self._next = 0
+
+    def act(self, observation: dict[str, Any]) -> Any:
+        if self._next >= len(self._steps):
+            return {"final_answer": NOOP_ANSWER}
+        step = self._steps[self._next]
+        self._next += 1
+        if step.answer is not None:
+            return {"final_answer": step.answer, "think": step.think}
+        return {
+            "tool_calls": [{"name": c.tool, "arguments": dict(c.args)} for c in step.calls],
+            "think": step.think,
+        }
+
+
+class NoopPolicy:
+    """Does nothing and says so: the floor every task must be far above."""
+
+    name: ClassVar[str] = "noop"
+    privileged: ClassVar[bool] = False
+
+    def reset(self, observation: dict[str, Any], *, task: Task | None = None, seed: int = 0) -> None:
+        return None
+
+    def act(self, observation: dict[str, Any]) -> Any:
+        return {"final_answer": NOOP_ANSWER}

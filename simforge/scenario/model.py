@@ -1,0 +1,113 @@
+"""The Scenario: a YAML file with an id ``domain/name-vN`` naming a pack, tasks, budgets and
+seeds. Every model forbids unknown fields, so a typo is an error that names the field instead of
+a setting silently ignored."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from simforge.tools.spec import Constant, LatencyModel
+
+SCENARIO_ID = r"^[a-z0-9][a-z0-9_\-]*/[a-z0-9][a-z0-9_\-]*-v[0-9]+$"
+
+EntityRows = dict[str, dict[str, dict[str, Any] | None]]
+"""``{entity: {id: row fields, or null for "absent"}}``."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CallSpec(_Strict):
+    tool: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class OracleStep(_Strict):
+    """One step of a reference solution: calls issued together, or the final answer."""
+
+    calls: list[CallSpec] = Field(default_factory=list)
+    answer: str | None = None
+    think: float | None = Field(None, ge=0)
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> OracleStep:
+        if bool(self.calls) == (self.answer is not None):
+            raise ValueError("an oracle step has either `calls` or `answer`, not both or neither")
+        return self
+
+
+class CreatedMatch(_Strict):
+    """An entity the task must create: some row of ``entity`` created during the episode whose
+    fields include ``match``."""
+
+    entity: str
+    match: dict[str, Any]
+
+
+class Expected(_Strict):
+    """Ground truth, held by the scorer only. ``state`` gives the fields entities must have at
+    the end (``null`` for "must not exist"); ``created`` entities that must have been created;
+    ``outputs`` the facts the final answer must state; ``touch`` the (entity, fields) the task may
+    change beyond those (the allow-list of the collateral-damage check)."""
+
+    state: EntityRows = Field(default_factory=dict)
+    created: list[CreatedMatch] = Field(default_factory=list)
+    outputs: list[str] = Field(default_factory=list)
+    allow_changes: dict[str, list[str]] = Field(default_factory=dict)
+
+
+class Task(_Strict):
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_\-]*$")
+    instruction: str = Field(min_length=1)
+    user_turns: list[str] = Field(default_factory=list)
+    initial_state: EntityRows = Field(default_factory=dict)
+    expected: Expected = Field(default_factory=Expected)
+    oracle: list[OracleStep] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class WorldConfig(_Strict):
+    seed: int = 0
+    size: str | int = "small"
+
+
+class BudgetConfig(_Strict):
+    max_steps: int = Field(30, ge=1)
+    max_sim_seconds: float = Field(3600.0, gt=0)
+
+
+class Scenario(_Strict):
+    id: str = Field(pattern=SCENARIO_ID)
+    description: str = ""
+    pack: str
+    world: WorldConfig = Field(default_factory=WorldConfig)
+    tasks: list[Task] = Field(min_length=1)
+    budgets: BudgetConfig = Field(default_factory=BudgetConfig)
+    think_time: LatencyModel = Field(default_factory=lambda: Constant(seconds=2.0))
+    call_timeout: float | None = Field(30.0, gt=0)
+    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
+    tags: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _unique_tasks(self) -> Scenario:
+        seen: set[str] = set()
+        for task in self.tasks:
+            if task.id in seen:
+                raise ValueError(f"duplicate task id {task.id!r}")
+            seen.add(task.id)
+        return self
+
+    @property
+    def domain(self) -> str:
+        return self.id.split("/", 1)[0]
+
+    def task(self, task_id: str | None) -> Task:
+        if task_id is None:
+            return self.tasks[0]
+        for task in self.tasks:
+            if task.id == task_id:
+                return task
+        raise KeyError(f"scenario {self.id!r} has no task {task_id!r}; tasks: {[t.id for t in self.tasks]}")

@@ -1,0 +1,137 @@
+"""Loading packs and plugin files by path.
+
+``tools_mock/``, ``validators/`` and ``scenarios/`` are plain folders, not importable packages
+(``validators`` is also an unrelated PyPI package that a folder on ``sys.path`` would hide). Each
+file or pack folder is imported under a private name, ``simforge_ext.<group>.<name>``, and a pack
+folder becomes a package there, so its files can import each other relatively (``from .crm import
+tools``). Third parties register through the entry-point groups ``simforge.packs`` (and, for later
+layers, ``simforge.validators``, ``simforge.faults``, ``simforge.formats``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import re
+import sys
+import threading
+import types
+from functools import cache
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any
+
+from simforge.paths import resource_dirs
+from simforge.tools.pack import Pack
+
+_lock = threading.RLock()
+_packs: dict[Path, Pack] = {}
+
+
+class PluginError(Exception):
+    """A plugin that cannot be used; the message names the plugin and what is wrong."""
+
+
+def _namespace(group: str) -> str:
+    for name in ("simforge_ext", f"simforge_ext.{group}"):
+        if name not in sys.modules:
+            module = types.ModuleType(name)
+            module.__path__ = []
+            sys.modules[name] = module
+    return f"simforge_ext.{group}"
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"\W", "_", name)
+
+
+def _digest(path: Path) -> str:
+    """Two plugins with the same name in different folders must not share a module."""
+    return hashlib.sha1(str(path).encode()).hexdigest()[:8]
+
+
+def load_file(path: Path, group: str) -> types.ModuleType:
+    """Import one plugin file under ``simforge_ext.<group>.<stem>``."""
+    path = path.resolve()
+    module_name = f"{_namespace(group)}.{_safe(path.stem)}_{_digest(path)}"
+    with _lock:
+        if module_name in sys.modules:
+            return sys.modules[module_name]
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        if spec is None or spec.loader is None:
+            raise PluginError(f"{path}: not a Python file")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:
+            del sys.modules[module_name]
+            raise PluginError(f"{path}: failed to load: {type(exc).__name__}: {exc}") from exc
+        return module
+
+
+def find_pack_dir(ref: str, *, relative_to: Path | None = None) -> Path:
+    """A pack folder from a name (searched in ``tools_mock/``) or a path."""
+    candidates = []
+    if relative_to is not None:
+        candidates.append(relative_to / ref)
+    candidates.append(Path(ref))
+    candidates.extend(d / ref for d in resource_dirs("tools_mock"))
+    for candidate in candidates:
+        if (candidate / "pack.py").is_file():
+            return candidate.resolve()
+    searched = ", ".join(str(c) for c in candidates)
+    raise PluginError(f"pack {ref!r} not found (looked for pack.py in: {searched})")
+
+
+def load_pack(ref: str, *, relative_to: Path | None = None) -> Pack:
+    """The pack a scenario names; loaded once per process."""
+    registered = _entry_point_packs()
+    if ref in registered:
+        return registered[ref]
+    folder = find_pack_dir(ref, relative_to=relative_to)
+    with _lock:
+        if folder in _packs:
+            return _packs[folder]
+        package = f"{_namespace('packs')}.{_safe(folder.name)}_{_digest(folder)}"
+        if package not in sys.modules:
+            module = types.ModuleType(package)
+            module.__path__ = [str(folder)]
+            sys.modules[package] = module
+        try:
+            entry = importlib.import_module(f"{package}.pack")
+        except Exception as exc:
+            raise PluginError(f"pack {folder}: failed to load: {type(exc).__name__}: {exc}") from exc
+        pack = getattr(entry, "PACK", None)
+        if not isinstance(pack, Pack):
+            raise PluginError(f"pack {folder}: pack.py must define PACK = Pack(...)")
+        pack.path = folder
+        try:
+            pack.catalog  # noqa: B018 - validate eagerly: duplicate tools, unknown entities
+        except Exception as exc:
+            raise PluginError(f"pack {folder}: {exc}") from exc
+        _packs[folder] = pack
+        return pack
+
+
+def pack_dirs() -> list[Path]:
+    """Every pack folder in the search path."""
+    out = []
+    for root in resource_dirs("tools_mock"):
+        out.extend(sorted(p.parent for p in root.glob("*/pack.py")))
+    return out
+
+
+@cache
+def _entry_point_packs() -> dict[str, Any]:
+    found = {}
+    for ep in entry_points(group="simforge.packs"):
+        try:
+            pack = ep.load()
+        except Exception as exc:
+            raise PluginError(f"entry point {ep.name!r} ({ep.value}): {exc}") from exc
+        if not isinstance(pack, Pack):
+            raise PluginError(f"entry point {ep.name!r} ({ep.value}): not a simforge Pack")
+        found[ep.name] = pack
+    return found

@@ -1,0 +1,144 @@
+"""The recorder: cheap appends during the episode, one Episode (a Trajectory) at the end.
+
+Nothing is validated or copied per call; the pydantic models are built once, when somebody asks
+for the trajectory, so recording costs the hot path a list append.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from simforge.trace.episode import (
+    EntityChange,
+    Episode,
+    FieldChange,
+    Message,
+    Outcome,
+    SimulationRecord,
+    Source,
+    TaskSpec,
+    ToolCall,
+)
+
+if TYPE_CHECKING:
+    from simforge.sim.calls import CallOutcome
+    from simforge.sim.session import Session
+    from simforge.world.store import Change
+
+
+class Recorder:
+    __slots__ = ("calls", "events")
+
+    def __init__(self) -> None:
+        self.calls: list[CallOutcome] = []
+        self.events: list[tuple[str, Any, float]] = []
+
+    def user_turn(self, text: str, now: float) -> None:
+        self.events.append(("user", text, now))
+
+    def assistant_turn(self, text: str | None, outcomes: list[CallOutcome], now: float) -> None:
+        self.calls.extend(outcomes)
+        self.events.append(("assistant", (text, outcomes), now))
+
+    def tool_result(self, outcome: CallOutcome) -> None:
+        self.events.append(("tool", outcome, outcome.ended_at or 0.0))
+
+    def final_answer(self, text: str, now: float) -> None:
+        self.events.append(("assistant", (text, []), now))
+
+    def trajectory(
+        self,
+        session: Session,
+        *,
+        episode_id: str,
+        scenario: str,
+        task: TaskSpec,
+        policy: str | None = None,
+    ) -> Episode:
+        messages: list[Message] = []
+        issued_by: dict[str, int] = {}
+        if task.instruction:
+            messages.append(Message(role="user", content=task.instruction, timestamp=0.0))
+        for kind, payload, at in self.events:
+            if kind == "assistant":
+                for o in payload[1]:
+                    issued_by[o.call_id] = len(messages)
+            if kind == "user":
+                messages.append(Message(role="user", content=payload, timestamp=at))
+            elif kind == "assistant":
+                text, outcomes = payload
+                messages.append(
+                    Message(
+                        role="assistant",
+                        content=text,
+                        tool_call_ids=[o.call_id for o in outcomes],
+                        timestamp=at,
+                    )
+                )
+            else:
+                messages.append(_tool_message(payload))
+        calls = [_tool_call(o, issued_by.get(o.call_id)) for o in self.calls]
+        faults = [f for o in self.calls for f in o.faults]
+        faults.sort(key=lambda f: (f.sim_time, f.tool, f.call_index))
+        return Episode(
+            id=episode_id,
+            source=Source(format="simforge", record=episode_id),
+            task=task,
+            messages=messages,
+            tool_calls=calls,
+            outcome=Outcome(),
+            simulation=SimulationRecord(
+                scenario=scenario,
+                task=task.id or "",
+                seed=session.seed,
+                policy=policy,
+                steps=session.steps,
+                sim_time=session.now,
+                terminated=session.terminated,
+                truncated=session.truncated,
+                truncation_reason=session.truncation_reason,
+                final_answer=session.final_answer,
+                faults=faults,
+                world_diff=[entity_change(c) for c in session.world.diff()],
+                invalid_reason=session.invalid_reason,
+            ),
+        )
+
+
+def _tool_message(outcome: CallOutcome) -> Message:
+    body = outcome.observation()
+    content = json.dumps(body.get("result") if outcome.error is None else body["error"])
+    return Message(role="tool", content=content, call_id=outcome.call_id, timestamp=outcome.ended_at)
+
+
+def _tool_call(o: CallOutcome, message_index: int | None) -> ToolCall:
+    args = o.args if isinstance(o.args, dict) else None
+    error = None
+    metadata: dict[str, Any] = {}
+    if o.error is not None:
+        error = str(o.error.get("message", o.error))
+        metadata["error"] = o.error
+    return ToolCall(
+        call_id=o.call_id,
+        tool=o.tool,
+        args=args,
+        raw_args=None if args is not None else repr(o.args),
+        result=o.result,
+        error=error,
+        started_at=o.started_at,
+        ended_at=o.ended_at,
+        message_index=message_index,
+        metadata=metadata,
+    )
+
+
+def entity_change(change: Change) -> EntityChange:
+    return EntityChange(
+        entity=change.entity,
+        id=change.id,
+        op=change.op,  # type: ignore[arg-type]
+        fields={k: FieldChange(old=a, new=b) for k, (a, b) in change.fields.items()},
+        before=change.before,
+        after=change.after,
+    )

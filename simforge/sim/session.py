@@ -1,0 +1,160 @@
+"""The kernel: one episode in simulated time.
+
+A :class:`Session` owns a simpy Environment, a World, the tools, named RNG streams and a
+recorder. A tool call is a simpy process: it waits for the tool's capacity, then for its sampled
+latency, then runs the handler against the world at that moment. Calls issued in one step run
+concurrently in simulated time and contend for capacity; think time between steps advances the
+clock (and lets background processes run). Budgets end the episode as truncated.
+
+The virtual clock runs as fast as the CPU allows; real-time mode is a subclass of the
+Environment (simpy's ``RealtimeEnvironment``), chosen by the caller, not a flag in here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Mapping, Sequence
+from typing import Any, NamedTuple
+
+import simpy
+
+from simforge.sim.calls import CallOutcome, CallPipeline
+from simforge.sim.recorder import Recorder
+from simforge.sim.rng import Streams
+from simforge.tools.spec import Constant, LatencyModel
+from simforge.tools.tool import Tool
+from simforge.world.store import World
+
+
+class CallRequest(NamedTuple):
+    tool: str
+    args: Any
+    call_id: str | None = None
+
+
+class Budgets(NamedTuple):
+    max_steps: int | None = None
+    max_sim_seconds: float | None = None
+
+
+class SessionClosed(RuntimeError):
+    """A step or a finish on a session whose episode has already ended."""
+
+
+class Session:
+    def __init__(
+        self,
+        tools: Mapping[str, Tool],
+        world: World,
+        *,
+        seed: int = 0,
+        think_time: LatencyModel | None = None,
+        call_timeout: float | None = None,
+        budgets: Budgets = Budgets(),
+        env: simpy.Environment | None = None,
+        pipeline_factory: Callable[[Session], CallPipeline] = CallPipeline,
+    ) -> None:
+        self.tools = tools
+        self.world = world
+        self.seed = seed
+        self.env = env if env is not None else simpy.Environment()
+        self.streams = Streams(seed)
+        self.recorder = Recorder()
+        self.think_time: LatencyModel = think_time or Constant(seconds=0.0)
+        self.call_timeout = call_timeout
+        self.budgets = budgets
+        self.resources: dict[str, simpy.Resource] = {
+            name: simpy.Resource(self.env, capacity=t.spec.capacity)
+            for name, t in tools.items()
+            if t.spec.capacity is not None
+        }
+        self.steps = 0
+        self.terminated = False
+        self.truncated = False
+        self.truncation_reason: str | None = None
+        self.final_answer: str | None = None
+        self.invalid_reason: str | None = None
+        self.pipeline = pipeline_factory(self)
+
+    # -- the agent's side ----------------------------------------------------------------------
+
+    @property
+    def now(self) -> float:
+        return float(self.env.now)
+
+    @property
+    def done(self) -> bool:
+        return self.terminated or self.truncated
+
+    def step(
+        self, calls: Sequence[CallRequest], *, think: float | None = None, text: str | None = None
+    ) -> list[CallOutcome]:
+        """Advance by the agent's think time, then run ``calls`` concurrently until each has an
+        answer (or the time budget runs out). Returns the outcomes in the order of ``calls``."""
+        if self.done:
+            raise SessionClosed("the episode has ended; reset to start a new one")
+        self.steps += 1
+        env = self.env
+        deadline = self.budgets.max_sim_seconds
+        dt = think if think is not None else self.think_time.sample(self.streams("think"))
+        if dt > 0:
+            target = env.now + dt
+            if deadline is not None and target >= deadline:
+                self._advance_to(deadline)
+                self._truncate("max_sim_seconds")
+                return []
+            env.run(until=target)
+        outcomes = [self.pipeline.start(c.tool, c.args, c.call_id) for c in calls]
+        self.recorder.assistant_turn(text, outcomes, env.now)
+        pending = [o.process for o in outcomes if o.process is not None and o.process.is_alive]
+        if pending:
+            until: simpy.Event = pending[0] if len(pending) == 1 else env.all_of(pending)
+            if deadline is not None:
+                if env.now >= deadline:
+                    self._truncate("max_sim_seconds")
+                    return outcomes
+                until = until | env.timeout(deadline - env.now)
+            env.run(until=until)
+        for outcome in outcomes:
+            if outcome.ended_at is None:
+                outcome.cancel("episode time budget exhausted", env.now)
+            self.recorder.tool_result(outcome)
+        if deadline is not None and env.now >= deadline:
+            self._truncate("max_sim_seconds")
+        elif self.budgets.max_steps is not None and self.steps >= self.budgets.max_steps:
+            self._truncate("max_steps")
+        return outcomes
+
+    def finish(self, answer: str, *, think: float | None = None) -> None:
+        """The agent's final answer ends the episode (terminated)."""
+        if self.done:
+            raise SessionClosed("the episode has ended; reset to start a new one")
+        dt = think if think is not None else self.think_time.sample(self.streams("think"))
+        if dt > 0:
+            self._advance_to(self.env.now + dt)
+        self.final_answer = answer
+        self.terminated = True
+        self.recorder.final_answer(answer, self.env.now)
+
+    def call(self, tool: str, args: Any, *, think: float = 0.0) -> CallOutcome:
+        """One call in its own step: a convenience for scripts and tests."""
+        return self.step([CallRequest(tool, args)], think=think)[0]
+
+    # -- background processes -------------------------------------------------------------------
+
+    def spawn(self, process: Callable[[Session], Generator[simpy.Event, Any, Any]]) -> simpy.Process:
+        """Start a background process (production load, world drift) on this session's clock."""
+        return self.env.process(process(self))
+
+    def mark_invalid(self, reason: str) -> None:
+        if self.invalid_reason is None:
+            self.invalid_reason = reason
+
+    # -- internals ------------------------------------------------------------------------------
+
+    def _advance_to(self, t: float) -> None:
+        if t > self.env.now:
+            self.env.run(until=t)
+
+    def _truncate(self, reason: str) -> None:
+        self.truncated = True
+        self.truncation_reason = reason

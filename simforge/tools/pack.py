@@ -1,0 +1,89 @@
+"""A pack: the entities, tools and seed data of one mocked enterprise (or one synthesized from
+logs). Its seeded base tables are built once per (seed, size) and shared read-only by every
+session, which is what makes ``reset`` cost only what an episode changed."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqlmodel import SQLModel
+
+from simforge.tools.errors import ToolDefinitionError
+from simforge.tools.tool import Tool
+from simforge.world.schema import EntitySchema, validate_tables
+from simforge.world.store import Row, World
+
+SeedFunction = Callable[[int, int], Mapping[str, Iterable[Mapping[str, Any]]]]
+"""``seed(seed, scale) -> {entity: rows}``: deterministic for a seed."""
+
+SIZES = {"tiny": 1, "small": 4, "medium": 40, "large": 400}
+
+
+class ToolCatalog(Mapping[str, Tool]):
+    """Tools by name, in declaration order; a duplicate name is a definition error."""
+
+    def __init__(self, tools: Iterable[Tool]) -> None:
+        self._tools: dict[str, Tool] = {}
+        for t in tools:
+            if t.name in self._tools:
+                raise ToolDefinitionError(f"duplicate tool name {t.name!r}")
+            self._tools[t.name] = t
+
+    def __getitem__(self, name: str) -> Tool:
+        return self._tools[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._tools)
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def to_openai(self) -> list[dict[str, Any]]:
+        return [t.spec.to_openai() for t in self._tools.values()]
+
+
+@dataclass
+class Pack:
+    name: str
+    description: str
+    entities: list[type[SQLModel]]
+    tools: list[Tool]
+    seed: SeedFunction
+    path: Path | None = None
+    _catalog: ToolCatalog | None = field(default=None, repr=False)
+    _schemas: dict[str, EntitySchema] | None = field(default=None, repr=False)
+    _bases: dict[tuple[int, int], dict[str, dict[str, Row]]] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def schemas(self) -> dict[str, EntitySchema]:
+        if self._schemas is None:
+            self._schemas = {m.__name__: EntitySchema.of(m) for m in self.entities}
+        return self._schemas
+
+    @property
+    def catalog(self) -> ToolCatalog:
+        if self._catalog is None:
+            self._catalog = ToolCatalog(self.tools)
+            unknown = {
+                e for t in self.tools for e in t.spec.entities if e not in self.schemas
+            }
+            if unknown:
+                raise ToolDefinitionError(f"pack {self.name!r}: tools touch unknown entities {sorted(unknown)}")
+        return self._catalog
+
+    def base(self, seed: int = 0, size: str | int = "small") -> dict[str, dict[str, Row]]:
+        """The validated seed tables for ``(seed, size)``, built once and cached."""
+        scale = SIZES[size] if isinstance(size, str) else int(size)
+        key = (seed, scale)
+        with self._lock:
+            if key not in self._bases:
+                self._bases[key] = validate_tables(self.schemas, self.seed(seed, scale))
+            return self._bases[key]
+
+    def world(self, seed: int = 0, size: str | int = "small") -> World:
+        return World(self.schemas, self.base(seed, size))

@@ -1,0 +1,164 @@
+"""The kernel: calls are simpy processes that contend for capacity, wait out latency, and run
+against the world at that moment; budgets truncate; same seed and actions, same trajectory."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from simforge.sim import Budgets, CallRequest, Session, SessionClosed
+from simforge.tools import Constant, LogNormal
+
+
+def session(pack, *, capacity=None, latency=0.1, **kwargs) -> Session:
+    tools = dict(pack.catalog)
+    tools["get_customer"] = tools["get_customer"].with_spec(
+        capacity=capacity, latency=Constant(seconds=latency)
+    )
+    return Session(tools, pack.world(), **kwargs)
+
+
+def get(i: int) -> CallRequest:
+    return CallRequest("get_customer", {"customer_id": f"C-{i:04d}"})
+
+
+def test_two_calls_on_a_tool_of_capacity_one_queue(mini_pack):
+    s = session(mini_pack, capacity=1, latency=0.1)
+    first, second = s.step([get(1), get(2)])
+    assert (first.started_at, first.ended_at) == (0.0, 0.1)
+    assert (second.started_at, second.ended_at) == (0.0, pytest.approx(0.2))
+    assert first.ok and second.ok
+
+
+def test_without_a_capacity_limit_calls_overlap(mini_pack):
+    s = session(mini_pack, capacity=None, latency=0.1)
+    outcomes = s.step([get(i) for i in range(1, 6)])
+    assert {o.ended_at for o in outcomes} == {0.1}
+
+
+def test_think_time_advances_the_clock_between_steps(mini_pack):
+    s = session(mini_pack, think_time=Constant(seconds=2.0), latency=0.1)
+    s.step([get(1)])
+    (o,) = s.step([get(2)])
+    assert o.started_at == pytest.approx(4.1)
+    assert s.now == pytest.approx(4.2)
+
+
+def test_handler_sees_the_world_at_the_moment_it_runs(mini_pack):
+    s = session(mini_pack, latency=1.0)
+    # the read starts first but its handler runs after the write (latency 1.0 vs 0.5)
+    read, write = s.step([get(3), CallRequest("upgrade_customer", {"customer_id": "C-0003"})])
+    assert write.ended_at == 0.5 and read.ended_at == 1.0
+    assert read.result["tier"] == "gold"
+
+
+def test_max_steps_truncates(mini_pack):
+    s = session(mini_pack, budgets=Budgets(max_steps=2))
+    s.step([get(1)])
+    assert not s.done
+    s.step([get(1)])
+    assert s.truncated and s.truncation_reason == "max_steps"
+    with pytest.raises(SessionClosed):
+        s.step([get(1)])
+
+
+def test_max_sim_seconds_truncates_mid_call(mini_pack):
+    s = session(mini_pack, latency=30.0, budgets=Budgets(max_sim_seconds=10.0))
+    (o,) = s.step([get(1)])
+    assert s.truncated and s.truncation_reason == "max_sim_seconds"
+    assert s.now == 10.0
+    assert o.error["code"] == "cancelled"
+
+
+def test_call_timeout_while_queued_gives_504_and_drops_the_request(mini_pack):
+    s = session(mini_pack, capacity=1, latency=4.0, call_timeout=5.0)
+    a, b = s.step([get(1), get(2)])
+    assert a.ok and a.ended_at == 4.0
+    assert b.error["status"] == 504 and b.ended_at == 5.0
+
+
+def test_a_write_that_times_out_still_lands_later(mini_pack):
+    tools = dict(mini_pack.catalog)
+    tools["upgrade_customer"] = tools["upgrade_customer"].with_spec(latency=Constant(seconds=8.0))
+    s = Session(tools, mini_pack.world(), call_timeout=5.0)
+    (o,) = s.step([CallRequest("upgrade_customer", {"customer_id": "C-0001"})])
+    assert o.error["code"] == "timeout" and s.now == 5.0
+    assert s.world.get("Customer", "C-0001")["tier"] == "standard"
+    s.step([get(1)], think=5.0)
+    assert s.world.get("Customer", "C-0001")["tier"] == "gold"
+
+
+def test_unknown_tools_and_bad_arguments_are_answers_not_crashes(mini_pack):
+    s = session(mini_pack)
+    unknown, bad = s.step([CallRequest("drop_tables", {}), CallRequest("get_customer", {"customer_id": 5})])
+    assert unknown.error["status"] == 404 and "drop_tables" in unknown.error["message"]
+    assert bad.error["status"] == 422 and bad.error["details"][0]["argument"] == "customer_id"
+    assert s.invalid_reason is None
+
+
+def test_an_uninjected_handler_crash_marks_the_episode_invalid(mini_pack):
+    s = session(mini_pack)
+    (o,) = s.step([CallRequest("explode", {"customer_id": "C-0001"})])
+    assert o.error == {"status": 500, "code": "internal_error", "message": "internal server error"}
+    assert "database connection lost" in s.invalid_reason
+    assert "database" not in str(o.observation())  # the agent never sees backend internals
+
+
+def test_duplicate_call_ids_are_made_unique(mini_pack):
+    s = session(mini_pack)
+    a, b = s.step([CallRequest("get_customer", {"customer_id": "C-0001"}, "x"), CallRequest("get_customer", {"customer_id": "C-0002"}, "x")])
+    assert a.call_id == "x" and b.call_id != "x"
+
+
+def test_trajectory_records_every_call_with_times_and_the_world_diff(mini_pack):
+    from simforge.trace import TaskSpec
+
+    s = session(mini_pack, latency=0.1)
+    s.step([get(1), CallRequest("upgrade_customer", {"customer_id": "C-0001"})], text="checking")
+    s.finish("done")
+    traj = s.recorder.trajectory(s, episode_id="e", scenario="mini/x-v1", task=TaskSpec(id="t", instruction="go"))
+    assert [c.tool for c in traj.tool_calls] == ["get_customer", "upgrade_customer"]
+    assert [(c.started_at, c.ended_at) for c in traj.tool_calls] == [(0.0, 0.1), (0.0, 0.5)]
+    assert traj.tool_calls[0].message_index == traj.tool_calls[1].message_index == 1
+    assert [m.role for m in traj.messages] == ["user", "assistant", "tool", "tool", "assistant"]
+    assert traj.simulation.final_answer == "done" and traj.simulation.terminated
+    (change,) = traj.simulation.world_diff
+    assert (change.entity, change.id, change.op) == ("Customer", "C-0001", "updated")
+    assert change.fields["tier"].new == "gold"
+
+
+tool_names = st.sampled_from(["get_customer", "list_customers", "upgrade_customer", "search_customers", "nope"])
+call_st = st.tuples(tool_names, st.integers(1, 45), st.booleans())
+actions = st.lists(st.lists(call_st, min_size=0, max_size=4), min_size=1, max_size=6)
+
+
+def _replay(pack, seed: int, steps) -> str:
+    from simforge.trace import TaskSpec
+
+    tools = dict(pack.catalog)
+    tools["get_customer"] = tools["get_customer"].with_spec(capacity=2, latency=LogNormal(median=0.2, sigma=0.7))
+    s = Session(tools, pack.world(), seed=seed, think_time=LogNormal(median=1.0, sigma=0.5), call_timeout=3.0)
+    for step in steps:
+        calls = []
+        for name, i, bad in step:
+            args = {"customer_id": f"C-{i:04d}"} if name != "search_customers" else {"query": f"{i}"}
+            if name == "list_customers":
+                args = {"limit": i}
+            if bad:
+                args = {"customer_id": i}
+            calls.append(CallRequest(name, args))
+        s.step(calls)
+    s.finish("end")
+    return s.recorder.trajectory(s, episode_id="e", scenario="mini/x-v1", task=TaskSpec(id="t")).model_dump_json()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 10**6), steps=actions)
+def test_same_seed_and_actions_give_an_identical_trajectory(mini_pack, seed, steps):
+    assert _replay(mini_pack, seed, steps) == _replay(mini_pack, seed, steps)
+
+
+def test_different_seeds_give_different_timings(mini_pack):
+    steps = [[("get_customer", 1, False)]] * 3
+    assert _replay(mini_pack, 1, steps) != _replay(mini_pack, 2, steps)
