@@ -15,7 +15,11 @@ from rich.table import Table
 
 from simforge.trace.cli import register as register_trace
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, help="Production agent traces in; perturbed, scored environments out.")
+app = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    help="Production agent traces in; perturbed, scored environments out.",
+)
 scenarios_app = typer.Typer(no_args_is_help=True, help="Scenarios that are registered.")
 tools_app = typer.Typer(no_args_is_help=True, help="Tools of the registered packs.")
 app.add_typer(scenarios_app, name="scenarios")
@@ -66,9 +70,13 @@ def seeds_for(scenario_seeds: list[int], n: int | None) -> list[int]:
 
 @app.command()
 def run(
-    scenario: str = typer.Argument(..., help="Scenario id (domain/name-vN) or a scenario YAML path."),
+    scenario: str = typer.Argument(
+        ..., help="Scenario id (domain/name-vN) or a scenario YAML path."
+    ),
     policy: str = typer.Option("oracle", "--policy", "-p", help="Policy name."),
-    seeds: int = typer.Option(None, "--seeds", "-n", help="Number of seeds (default: the scenario's)."),
+    seeds: int = typer.Option(
+        None, "--seeds", "-n", help="Number of seeds (default: the scenario's)."
+    ),
     task: str = typer.Option(None, "--task", "-t", help="Only this task."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
@@ -98,7 +106,9 @@ def run(
 @app.command()
 def demo(
     seeds: int = typer.Option(1, "--seeds", "-n", help="Seeds per task."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of the table."),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print one JSON object instead of the table."
+    ),
 ) -> None:
     """The whole pipeline on the shipped examples: every scenario, scored, with baselines."""
     from simforge.env.core import SimforgeEnv
@@ -123,7 +133,9 @@ def demo(
             job = bar.add_task("simulating", total=len(plan))
             for item, task_id, policy, seed in plan:
                 env = envs.setdefault(item.scenario.id, SimforgeEnv(item))
-                episodes.append(run_episode(env, get_policy(policy), seed=seed, task=task_id).to_dict())
+                episodes.append(
+                    run_episode(env, get_policy(policy), seed=seed, task=task_id).to_dict()
+                )
                 bar.advance(job)
     if as_json:
         sys.stdout.write(json.dumps({"episodes": episodes}) + "\n")
@@ -131,9 +143,10 @@ def demo(
     console.print(_results_table(episodes, title="simforge demo: scenarios x baseline policies"))
     oracle = [e for e in episodes if e["policy"] == "oracle"]
     solved = sum(1 for e in oracle if e["reward"] == 1.0)
+    noop_total = sum((e["reward"] or 0) for e in episodes if e["policy"] == "noop")
     console.print(
-        f"{len(episodes)} episodes over {len(loaded)} scenarios; the oracle solved {solved}/{len(oracle)}, "
-        f"the no-op scored {sum((e['reward'] or 0) for e in episodes if e['policy'] == 'noop'):.1f} in total."
+        f"{len(episodes)} episodes over {len(loaded)} scenarios; "
+        f"the oracle solved {solved}/{len(oracle)}, the no-op scored {noop_total:.1f} in total."
     )
 
 
@@ -232,10 +245,14 @@ def _emit(rows: list[dict[str, Any]], as_json: bool, columns: list[str], what: s
     for col in columns:
         table.add_column(col, overflow="fold")
     for row in rows:
-        table.add_row(*[", ".join(map(str, v)) if isinstance(v, list) else str(v or "") for v in (row[c] for c in columns)])
+        table.add_row(
+            *[
+                ", ".join(map(str, v)) if isinstance(v, list) else str(v or "")
+                for v in (row[c] for c in columns)
+            ]
+        )
     console.print(table)
 
 
 def main() -> None:
     app()
-

@@ -7,6 +7,7 @@ string (the final answer).
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
@@ -46,12 +47,17 @@ class Action(BaseModel):
 def parse_action(raw: Any) -> Action:
     if isinstance(raw, Action):
         return raw
+    fast = _fast_path(raw)
+    if fast is not None:
+        return fast
     if isinstance(raw, str):
         return Action(final_answer=raw)
     if isinstance(raw, list):
         raw = {"tool_calls": raw}
     if not isinstance(raw, dict):
-        raise ActionError(f"action: expected an object, a list of calls or a string, got {type(raw).__name__}")
+        raise ActionError(
+            f"action: expected an object, a list of calls or a string, got {type(raw).__name__}"
+        )
     data = dict(raw)
     if data.get("role") == "assistant":  # an OpenAI assistant message
         data.pop("role")
@@ -71,9 +77,30 @@ def parse_action(raw: Any) -> Action:
         raise ActionError(f"action.{where}: {first['msg']}") from None
 
 
+def _fast_path(raw: Any) -> Action | None:
+    """The common shape, checked by hand: ``{"tool_calls": [{"name": str, "arguments": dict}]}``.
+    Anything else takes the validating path below, so both accept exactly the same actions."""
+    if type(raw) is not dict or raw.keys() != {"tool_calls"}:
+        return None
+    calls = raw["tool_calls"]
+    if type(calls) is not list or not calls:
+        return None
+    out = []
+    for call in calls:
+        if type(call) is not dict or not (call.keys() <= {"name", "arguments", "id"}):
+            return None
+        name, args, id = call.get("name"), call.get("arguments", {}), call.get("id")
+        if type(name) is not str or type(args) is not dict or not (id is None or type(id) is str):
+            return None
+        out.append(ActionCall.model_construct(name=name, arguments=args, id=id))
+    return Action.model_construct(tool_calls=out, message=None, final_answer=None, think=None)
+
+
 def _call(raw: Any, index: int) -> dict[str, Any]:
     if not isinstance(raw, dict):
-        raise ActionError(f"action.tool_calls.{index}: expected an object, got {type(raw).__name__}")
+        raise ActionError(
+            f"action.tool_calls.{index}: expected an object, got {type(raw).__name__}"
+        )
     call = dict(raw)
     if "function" in call:  # OpenAI: {"id", "type": "function", "function": {"name", "arguments"}}
         fn = call.pop("function") or {}
@@ -86,10 +113,9 @@ def _call(raw: Any, index: int) -> dict[str, Any]:
         call["arguments"] = call.pop("args")
     args = call.get("arguments")
     if isinstance(args, str):
-        try:
+        # Invalid JSON stays a string: the tool answers 422 naming it, as a real API would.
+        with contextlib.suppress(json.JSONDecodeError):
             call["arguments"] = json.loads(args) if args.strip() else {}
-        except json.JSONDecodeError:
-            pass  # the tool answers 422 naming the arguments, as a real API would
     if not isinstance(call.get("name"), str):
         raise ActionError(f"action.tool_calls.{index}.name: a tool name (string) is required")
     return call

@@ -46,7 +46,9 @@ class SimforgeEnv:
         options = dict(options or {})
         unknown = set(options) - {"task", "policy"}
         if unknown:
-            raise ValueError(f"reset options: unknown keys {sorted(unknown)}; allowed: ['policy', 'task']")
+            raise ValueError(
+                f"reset options: unknown keys {sorted(unknown)}; allowed: ['policy', 'task']"
+            )
         if seed is None:
             seed = self._next_seed
         self._next_seed = seed + 1
@@ -107,7 +109,9 @@ class SimforgeEnv:
             session,
             episode_id=f"{self.scenario.id}#{self.task.id}@{session.seed}",
             scenario=self.scenario.id,
-            task=TaskSpec(id=self.task.id, instruction=self.task.instruction, user_turns=self.task.user_turns),
+            task=TaskSpec(
+                id=self.task.id, instruction=self.task.instruction, user_turns=self.task.user_turns
+            ),
             policy=self.policy_name,
         )
 

@@ -14,6 +14,8 @@ class Policy(Protocol):
     name: ClassVar[str]
     privileged: ClassVar[bool]
 
-    def reset(self, observation: dict[str, Any], *, task: Task | None = None, seed: int = 0) -> None: ...
+    def reset(
+        self, observation: dict[str, Any], *, task: Task | None = None, seed: int = 0
+    ) -> None: ...
 
     def act(self, observation: dict[str, Any]) -> Any: ...

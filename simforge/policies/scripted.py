@@ -19,7 +19,9 @@ class OraclePolicy:
         self._steps: list[Any] = []
         self._next = 0
 
-    def reset(self, observation: dict[str, Any], *, task: Task | None = None, seed: int = 0) -> None:
+    def reset(
+        self, observation: dict[str, Any], *, task: Task | None = None, seed: int = 0
+    ) -> None:
         if task is None:
             raise ValueError("the oracle policy needs the task (it is privileged)")
         if not task.oracle:
@@ -46,7 +48,9 @@ class NoopPolicy:
     name: ClassVar[str] = "noop"
     privileged: ClassVar[bool] = False
 
-    def reset(self, observation: dict[str, Any], *, task: Task | None = None, seed: int = 0) -> None:
+    def reset(
+        self, observation: dict[str, Any], *, task: Task | None = None, seed: int = 0
+    ) -> None:
         return None
 
     def act(self, observation: dict[str, Any]) -> Any:

@@ -28,7 +28,9 @@ class EpisodeResult:
         return asdict(self)
 
 
-def run_episode(env: SimforgeEnv, policy: Policy, *, seed: int, task: str | None = None) -> EpisodeResult:
+def run_episode(
+    env: SimforgeEnv, policy: Policy, *, seed: int, task: str | None = None
+) -> EpisodeResult:
     options: dict[str, Any] = {"policy": policy.name}
     if task is not None:
         options["task"] = task

@@ -18,7 +18,9 @@ class ScenarioError(ValueError):
     def __init__(self, path: Path | str, problems: list[str]) -> None:
         self.path = str(path)
         self.problems = problems
-        super().__init__(f"{path}: " + ("\n  " if len(problems) > 1 else "") + "\n  ".join(problems))
+        super().__init__(
+            f"{path}: " + ("\n  " if len(problems) > 1 else "") + "\n  ".join(problems)
+        )
 
 
 def load_scenario(path: Path | str) -> Scenario:
@@ -42,13 +44,19 @@ def parse_model(model: type[BaseModel], text: str, path: Path | str) -> Any:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        raise ScenarioError(path, [f"{where}invalid YAML: {getattr(exc, 'problem', exc)}"]) from None
+        raise ScenarioError(
+            path, [f"{where}invalid YAML: {getattr(exc, 'problem', exc)}"]
+        ) from None
     if not isinstance(data, dict):
-        raise ScenarioError(path, [f"expected a mapping at the top level, found {type(data).__name__}"])
+        raise ScenarioError(
+            path, [f"expected a mapping at the top level, found {type(data).__name__}"]
+        )
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise ScenarioError(path, [_describe(err, node) for err in exc.errors(include_url=False)]) from None
+        raise ScenarioError(
+            path, [_describe(err, node) for err in exc.errors(include_url=False)]
+        ) from None
 
 
 def _describe(err: Any, root: yaml.Node | None) -> str:
@@ -84,7 +92,9 @@ def _line_of(node: yaml.Node | None, loc: list[Any]) -> int | None:
             if nxt is None:
                 return best
             node = nxt
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+        elif (
+            isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value)
+        ):
             node = node.value[part]
             best = node.start_mark.line + 1
         else:

@@ -110,4 +110,6 @@ class Scenario(_Strict):
         for task in self.tasks:
             if task.id == task_id:
                 return task
-        raise KeyError(f"scenario {self.id!r} has no task {task_id!r}; tasks: {[t.id for t in self.tasks]}")
+        raise KeyError(
+            f"scenario {self.id!r} has no task {task_id!r}; tasks: {[t.id for t in self.tasks]}"
+        )

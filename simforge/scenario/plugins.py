@@ -102,7 +102,9 @@ def load_pack(ref: str, *, relative_to: Path | None = None) -> Pack:
         try:
             entry = importlib.import_module(f"{package}.pack")
         except Exception as exc:
-            raise PluginError(f"pack {folder}: failed to load: {type(exc).__name__}: {exc}") from exc
+            raise PluginError(
+                f"pack {folder}: failed to load: {type(exc).__name__}: {exc}"
+            ) from exc
         pack = getattr(entry, "PACK", None)
         if not isinstance(pack, Pack):
             raise PluginError(f"pack {folder}: pack.py must define PACK = Pack(...)")

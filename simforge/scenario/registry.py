@@ -40,7 +40,9 @@ class ScenarioRegistry:
                 for path in sorted(root.rglob("*.yaml")):
                     scenario = load_scenario(path)
                     if scenario.id in index:
-                        raise ScenarioError(path, [f"id {scenario.id!r} already defined in {index[scenario.id]}"])
+                        raise ScenarioError(
+                            path, [f"id {scenario.id!r} already defined in {index[scenario.id]}"]
+                        )
                     index[scenario.id] = path
             self._by_id = index
         return self._by_id
@@ -78,14 +80,20 @@ def _check_references(scenario: Scenario, pack: Pack, path: Path) -> None:
     for task in scenario.tasks:
         for entity in [*task.initial_state, *task.expected.state]:
             if entity not in pack.schemas:
-                problems.append(f"task {task.id!r}: unknown entity {entity!r}; pack has {sorted(pack.schemas)}")
+                problems.append(
+                    f"task {task.id!r}: unknown entity {entity!r}; pack has {sorted(pack.schemas)}"
+                )
         for created in task.expected.created:
             if created.entity not in pack.schemas:
-                problems.append(f"task {task.id!r}: unknown entity {created.entity!r} in expected.created")
+                problems.append(
+                    f"task {task.id!r}: unknown entity {created.entity!r} in expected.created"
+                )
         for i, step in enumerate(task.oracle):
             for call in step.calls:
                 if call.tool not in pack.catalog:
-                    problems.append(f"task {task.id!r}: oracle step {i} calls unknown tool {call.tool!r}")
+                    problems.append(
+                        f"task {task.id!r}: oracle step {i} calls unknown tool {call.tool!r}"
+                    )
     if problems:
         raise ScenarioError(path, problems)
 

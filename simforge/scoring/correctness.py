@@ -23,18 +23,29 @@ def state_matches(ctx: ScoringContext) -> Verdict:
             row = ctx.world.get(entity, id)
             if fields is None:
                 if row is not None:
-                    mismatches.append({"entity": entity, "id": id, "expected": "absent", "found": "present"})
+                    mismatches.append(
+                        {"entity": entity, "id": id, "expected": "absent", "found": "present"}
+                    )
                 continue
             if row is None:
-                mismatches.append({"entity": entity, "id": id, "expected": "present", "found": "absent"})
+                mismatches.append(
+                    {"entity": entity, "id": id, "expected": "present", "found": "absent"}
+                )
                 continue
             for name, want in fields.items():
                 if not values_equal(row.get(name), want):
                     mismatches.append(
-                        {"entity": entity, "id": id, "field": name, "expected": want, "found": row.get(name)}
+                        {
+                            "entity": entity,
+                            "id": id,
+                            "field": name,
+                            "expected": want,
+                            "found": row.get(name),
+                        }
                     )
     created_ids = {
-        (c.entity, c.id) for c in (ctx.trajectory.simulation.world_diff if ctx.trajectory.simulation else [])
+        (c.entity, c.id)
+        for c in (ctx.trajectory.simulation.world_diff if ctx.trajectory.simulation else [])
         if c.op == "created"
     }
     missing_created = []
@@ -86,7 +97,7 @@ def no_collateral_damage(ctx: ScoringContext) -> Verdict:
         for id, fields in rows.items()
     }
     creatable = {c.entity for c in expected.created}
-    violations = []
+    violations: list[dict[str, Any]] = []
     for change in ctx.trajectory.simulation.world_diff if ctx.trajectory.simulation else []:
         by_entity = set(expected.allow_changes.get(change.entity, []))
         if "*" in by_entity:
@@ -109,7 +120,11 @@ def no_collateral_damage(ctx: ScoringContext) -> Verdict:
 
 
 def values_equal(found: Any, want: Any) -> bool:
-    if isinstance(want, float | int) and not isinstance(want, bool) and isinstance(found, float | int):
+    if (
+        isinstance(want, float | int)
+        and not isinstance(want, bool)
+        and isinstance(found, float | int)
+    ):
         return abs(float(found) - float(want)) <= 1e-6 * max(1.0, abs(float(want)))
     return bool(found == want)
 

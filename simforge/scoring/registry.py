@@ -32,7 +32,9 @@ def validator(name: str, category: Category) -> Callable[[ValidatorFn], Validato
     def register(fn: ValidatorFn) -> ValidatorFn:
         existing = VALIDATORS.get(name)
         if existing is not None and existing.fn is not fn:
-            raise ValueError(f"validator {name!r} is already registered by {existing.fn.__module__}")
+            raise ValueError(
+                f"validator {name!r} is already registered by {existing.fn.__module__}"
+            )
         VALIDATORS[name] = ValidatorDef(name, category, fn, (fn.__doc__ or "").strip())
         return fn
 

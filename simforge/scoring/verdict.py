@@ -20,4 +20,10 @@ class Verdict(BaseModel):
 
     @classmethod
     def of(cls, name: str, category: Category, passed: bool, **evidence: Any) -> Verdict:
-        return cls(name=name, category=category, passed=passed, score=1.0 if passed else 0.0, evidence=evidence)
+        return cls(
+            name=name,
+            category=category,
+            passed=passed,
+            score=1.0 if passed else 0.0,
+            evidence=evidence,
+        )

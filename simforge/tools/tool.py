@@ -46,7 +46,7 @@ class Tool:
                 [{"argument": "(arguments)", "expected": "a JSON object", "received": args}],
             )
         try:
-            return self._validate(args)  # type: ignore[no-any-return]
+            return self._validate(args)
         except ValidationError as exc:
             raise ToolArgumentError(self.spec.name, _details(exc, self.spec.input_schema)) from None
 
@@ -78,7 +78,7 @@ def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
             if not (k == "title" and isinstance(v, str))
         }
     if isinstance(schema, list):
-        return [clean_schema(v) for v in schema]  # type: ignore[return-value]
+        return [clean_schema(v) for v in schema]
     return schema
 
 
@@ -124,7 +124,9 @@ def tool_from_function(
     tool_name = name or fn.__name__
     description = inspect.getdoc(fn)
     if not description:
-        raise ToolDefinitionError(f"tool {tool_name!r}: a docstring is required (it is the description)")
+        raise ToolDefinitionError(
+            f"tool {tool_name!r}: a docstring is required (it is the description)"
+        )
     try:
         hints = get_type_hints(fn)
     except Exception as exc:
@@ -152,8 +154,10 @@ def tool_from_function(
         name=tool_name,
         description=description,
         input_schema=clean_schema(input_model.model_json_schema()),
-        output_schema=clean_schema(TypeAdapter(returns).json_schema()) if returns is not Any else {},
-        kind=kind,  # type: ignore[arg-type]
+        output_schema=clean_schema(TypeAdapter(returns).json_schema())
+        if returns is not Any
+        else {},
+        kind=kind,
         system=system,
         entities=tuple(entities),
         latency=latency or Constant(),

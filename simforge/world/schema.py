@@ -40,7 +40,7 @@ def entity(
     """Class decorator: how new ids look, which fields ``search_*`` matches, the owning system."""
 
     def apply(cls: T) -> T:
-        cls.__simforge_entity__ = {  # type: ignore[attr-defined]
+        cls.__simforge_entity__ = {
             "id_prefix": id_prefix,
             "id_width": id_width,
             "id_start": id_start,
@@ -128,7 +128,9 @@ def validate_tables(
     for name, rows in tables.items():
         schema = schemas.get(name)
         if schema is None:
-            raise SeedDataError(f"seed data names unknown entity {name!r}; known: {sorted(schemas)}")
+            raise SeedDataError(
+                f"seed data names unknown entity {name!r}; known: {sorted(schemas)}"
+            )
         table = out[name]
         for index, row in enumerate(rows):
             try:

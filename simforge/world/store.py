@@ -155,7 +155,9 @@ class World:
         while True:
             n += 1
             candidate = f"{schema.id_prefix}{schema.id_start + n:0{schema.id_width}d}"
-            if (entity, candidate) not in self._history and self._initial(entity, candidate) is None:
+            if (entity, candidate) not in self._history and self._initial(
+                entity, candidate
+            ) is None:
                 self._counters[entity] = n
                 return candidate
 

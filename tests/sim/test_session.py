@@ -91,7 +91,9 @@ def test_a_write_that_times_out_still_lands_later(mini_pack):
 
 def test_unknown_tools_and_bad_arguments_are_answers_not_crashes(mini_pack):
     s = session(mini_pack)
-    unknown, bad = s.step([CallRequest("drop_tables", {}), CallRequest("get_customer", {"customer_id": 5})])
+    unknown, bad = s.step(
+        [CallRequest("drop_tables", {}), CallRequest("get_customer", {"customer_id": 5})]
+    )
     assert unknown.error["status"] == 404 and "drop_tables" in unknown.error["message"]
     assert bad.error["status"] == 422 and bad.error["details"][0]["argument"] == "customer_id"
     assert s.invalid_reason is None
@@ -107,7 +109,12 @@ def test_an_uninjected_handler_crash_marks_the_episode_invalid(mini_pack):
 
 def test_duplicate_call_ids_are_made_unique(mini_pack):
     s = session(mini_pack)
-    a, b = s.step([CallRequest("get_customer", {"customer_id": "C-0001"}, "x"), CallRequest("get_customer", {"customer_id": "C-0002"}, "x")])
+    a, b = s.step(
+        [
+            CallRequest("get_customer", {"customer_id": "C-0001"}, "x"),
+            CallRequest("get_customer", {"customer_id": "C-0002"}, "x"),
+        ]
+    )
     assert a.call_id == "x" and b.call_id != "x"
 
 
@@ -117,7 +124,9 @@ def test_trajectory_records_every_call_with_times_and_the_world_diff(mini_pack):
     s = session(mini_pack, latency=0.1)
     s.step([get(1), CallRequest("upgrade_customer", {"customer_id": "C-0001"})], text="checking")
     s.finish("done")
-    traj = s.recorder.trajectory(s, episode_id="e", scenario="mini/x-v1", task=TaskSpec(id="t", instruction="go"))
+    traj = s.recorder.trajectory(
+        s, episode_id="e", scenario="mini/x-v1", task=TaskSpec(id="t", instruction="go")
+    )
     assert [c.tool for c in traj.tool_calls] == ["get_customer", "upgrade_customer"]
     assert [(c.started_at, c.ended_at) for c in traj.tool_calls] == [(0.0, 0.1), (0.0, 0.5)]
     assert traj.tool_calls[0].message_index == traj.tool_calls[1].message_index == 1
@@ -128,7 +137,9 @@ def test_trajectory_records_every_call_with_times_and_the_world_diff(mini_pack):
     assert change.fields["tier"].new == "gold"
 
 
-tool_names = st.sampled_from(["get_customer", "list_customers", "upgrade_customer", "search_customers", "nope"])
+tool_names = st.sampled_from(
+    ["get_customer", "list_customers", "upgrade_customer", "search_customers", "nope"]
+)
 call_st = st.tuples(tool_names, st.integers(1, 45), st.booleans())
 actions = st.lists(st.lists(call_st, min_size=0, max_size=4), min_size=1, max_size=6)
 
@@ -137,12 +148,22 @@ def _replay(pack, seed: int, steps) -> str:
     from simforge.trace import TaskSpec
 
     tools = dict(pack.catalog)
-    tools["get_customer"] = tools["get_customer"].with_spec(capacity=2, latency=LogNormal(median=0.2, sigma=0.7))
-    s = Session(tools, pack.world(), seed=seed, think_time=LogNormal(median=1.0, sigma=0.5), call_timeout=3.0)
+    tools["get_customer"] = tools["get_customer"].with_spec(
+        capacity=2, latency=LogNormal(median=0.2, sigma=0.7)
+    )
+    s = Session(
+        tools,
+        pack.world(),
+        seed=seed,
+        think_time=LogNormal(median=1.0, sigma=0.5),
+        call_timeout=3.0,
+    )
     for step in steps:
         calls = []
         for name, i, bad in step:
-            args = {"customer_id": f"C-{i:04d}"} if name != "search_customers" else {"query": f"{i}"}
+            args = (
+                {"customer_id": f"C-{i:04d}"} if name != "search_customers" else {"query": f"{i}"}
+            )
             if name == "list_customers":
                 args = {"limit": i}
             if bad:
@@ -150,10 +171,14 @@ def _replay(pack, seed: int, steps) -> str:
             calls.append(CallRequest(name, args))
         s.step(calls)
     s.finish("end")
-    return s.recorder.trajectory(s, episode_id="e", scenario="mini/x-v1", task=TaskSpec(id="t")).model_dump_json()
+    return s.recorder.trajectory(
+        s, episode_id="e", scenario="mini/x-v1", task=TaskSpec(id="t")
+    ).model_dump_json()
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(seed=st.integers(0, 10**6), steps=actions)
 def test_same_seed_and_actions_give_an_identical_trajectory(mini_pack, seed, steps):
     assert _replay(mini_pack, seed, steps) == _replay(mini_pack, seed, steps)

@@ -64,7 +64,10 @@ def test_create_update_delete_round_trip(mini_pack, ctx):
     assert updated["balance"] == 12.5 and updated["name"] == "Ada"
     with pytest.raises(ToolError, match="at least one field"):
         call(mini_pack, ctx, "update_customer", customer_id=created["id"])
-    assert call(mini_pack, ctx, "delete_customer", customer_id=created["id"]) == {"deleted": True, "id": "C-0041"}
+    assert call(mini_pack, ctx, "delete_customer", customer_id=created["id"]) == {
+        "deleted": True,
+        "id": "C-0041",
+    }
     with pytest.raises(ToolError):
         call(mini_pack, ctx, "get_customer", customer_id="C-0041")
 

@@ -52,12 +52,20 @@ def test_openai_export_carries_name_description_and_typed_parameters():
 
 def test_spec_records_kind_system_entities_and_output_schema():
     spec = refund_order.spec
-    assert (spec.kind, spec.system, spec.entities, spec.capacity) == ("write", "billing", ("Order",), 2)
+    assert (spec.kind, spec.system, spec.entities, spec.capacity) == (
+        "write",
+        "billing",
+        ("Order",),
+        2,
+    )
     assert spec.output_schema["properties"]["amount"] == {"type": "number"}
 
 
 def test_result_is_json_ready():
-    assert refund_order.invoke(None, {"order_id": "O-1", "amount": 3}) == {"refund_id": "R-1", "amount": 3.0}
+    assert refund_order.invoke(None, {"order_id": "O-1", "amount": 3}) == {
+        "refund_id": "R-1",
+        "amount": 3.0,
+    }
 
 
 @pytest.mark.parametrize(
@@ -65,8 +73,18 @@ def test_result_is_json_ready():
     [
         ({"order_id": "O-1", "amount": "lots"}, "amount", "number", "lots"),
         ({"order_id": 7, "amount": 1}, "order_id", "string", 7),
-        ({"order_id": "O-1", "amount": 1, "reason": "bored"}, "reason", "one of ['damaged', 'late']", "bored"),
-        ({"order_id": "O-1", "amount": 1, "currency": "EUR"}, "currency", "one of the tool's arguments", "EUR"),
+        (
+            {"order_id": "O-1", "amount": 1, "reason": "bored"},
+            "reason",
+            "one of ['damaged', 'late']",
+            "bored",
+        ),
+        (
+            {"order_id": "O-1", "amount": 1, "currency": "EUR"},
+            "currency",
+            "one of the tool's arguments",
+            "EUR",
+        ),
     ],
 )
 def test_bad_arguments_name_argument_expected_type_and_value(args, argument, expected, received):
@@ -89,20 +107,20 @@ def test_missing_argument_and_non_object_arguments():
 
 
 def test_definition_errors_name_the_tool():
-    with pytest.raises(ToolDefinitionError, match="'nodoc'.*docstring"):
+    with pytest.raises(ToolDefinitionError, match=r"'nodoc'.*docstring"):
 
         @tool
         def nodoc(ctx: ToolContext, x: int) -> int:
             return x
 
-    with pytest.raises(ToolDefinitionError, match="'noctx'.*first parameter"):
+    with pytest.raises(ToolDefinitionError, match=r"'noctx'.*first parameter"):
 
         @tool
         def noctx(x: int) -> int:
             """Doc."""
             return x
 
-    with pytest.raises(ToolDefinitionError, match="'untyped'.*'x' needs a type"):
+    with pytest.raises(ToolDefinitionError, match=r"'untyped'.*'x' needs a type"):
 
         @tool
         def untyped(ctx, x):  # type: ignore[no-untyped-def]

@@ -30,7 +30,7 @@ def test_schema_reads_the_sqlmodel_declaration():
 def test_two_packs_may_declare_the_same_entity_name():
     other = entity_base()
 
-    class Ticket(other, table=True):  # noqa: F811 - the point of the test
+    class Ticket(other, table=True):
         id: str = Field(primary_key=True)
 
     assert EntitySchema.of(Ticket).name == "Ticket"
@@ -47,8 +47,18 @@ def test_a_non_table_model_is_refused():
 def test_bad_seed_rows_name_entity_row_and_field():
     schemas = {"Ticket": EntitySchema.of(Ticket)}
     with pytest.raises(SeedDataError, match=r"Ticket row 1: field 'priority'.*'high'"):
-        validate_tables(schemas, {"Ticket": [{"id": "T-1", "subject": "a"}, {"id": "T-2", "subject": "b", "priority": "high"}]})
+        validate_tables(
+            schemas,
+            {
+                "Ticket": [
+                    {"id": "T-1", "subject": "a"},
+                    {"id": "T-2", "subject": "b", "priority": "high"},
+                ]
+            },
+        )
     with pytest.raises(SeedDataError, match="duplicate id 'T-1'"):
-        validate_tables(schemas, {"Ticket": [{"id": "T-1", "subject": "a"}, {"id": "T-1", "subject": "b"}]})
+        validate_tables(
+            schemas, {"Ticket": [{"id": "T-1", "subject": "a"}, {"id": "T-1", "subject": "b"}]}
+        )
     with pytest.raises(SeedDataError, match="unknown entity 'Tickets'"):
         validate_tables(schemas, {"Tickets": []})

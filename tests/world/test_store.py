@@ -21,7 +21,12 @@ class Account(Base, table=True):
 
 
 SCHEMAS = {"Account": EntitySchema.of(Account)}
-BASE = {"Account": {f"A-{i:03d}": {"id": f"A-{i:03d}", "owner": f"o{i}", "balance": 10.0 * i, "status": "open"} for i in range(1, 6)}}
+BASE = {
+    "Account": {
+        f"A-{i:03d}": {"id": f"A-{i:03d}", "owner": f"o{i}", "balance": 10.0 * i, "status": "open"}
+        for i in range(1, 6)
+    }
+}
 
 
 def new_world() -> World:

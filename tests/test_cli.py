@@ -1,0 +1,94 @@
+"""The command line: `run --json`, the listings, the demo, and clear errors for bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from simforge.cli import app
+
+MINI = str(Path(__file__).resolve().parent / "fixtures" / "scenarios" / "mini.yaml")
+runner = CliRunner()
+
+
+def test_run_json_has_one_record_per_task_and_seed():
+    result = runner.invoke(app, ["run", MINI, "--policy", "oracle", "--seeds", "3", "--json"])
+    assert result.exit_code == 0, result.output
+    episodes = json.loads(result.stdout)["episodes"]
+    assert [(e["task"], e["seed"]) for e in episodes] == [
+        ("upgrade", 0),
+        ("upgrade", 1),
+        ("upgrade", 2),
+        ("note", 0),
+        ("note", 1),
+        ("note", 2),
+    ]
+    for e in episodes:
+        assert {
+            "scenario",
+            "task",
+            "seed",
+            "policy",
+            "reward",
+            "terminated",
+            "truncated",
+            "steps",
+            "sim_time",
+        } <= set(e)
+        assert (
+            e["reward"] == 1.0
+            and e["terminated"]
+            and not e["truncated"]
+            and e["policy"] == "oracle"
+        )
+
+
+def test_run_noop_scores_zero():
+    result = runner.invoke(app, ["run", MINI, "--policy", "noop", "--task", "upgrade", "--json"])
+    episodes = json.loads(result.stdout)["episodes"]
+    assert [e["reward"] for e in episodes] == [0.0, 0.0]
+
+
+def test_run_is_deterministic_across_invocations():
+    a = runner.invoke(app, ["run", MINI, "--seeds", "2", "--json"]).stdout
+    b = runner.invoke(app, ["run", MINI, "--seeds", "2", "--json"]).stdout
+    assert a == b
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path):
+    result = runner.invoke(app, ["run", "nope/missing-v1"])
+    assert result.exit_code == 2 and "unknown scenario 'nope/missing-v1'" in result.output
+    assert "Traceback" not in result.output
+    result = runner.invoke(app, ["run", MINI, "--policy", "genius"])
+    assert result.exit_code == 2 and "unknown policy 'genius'" in result.output
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("id: x/y-v1\npack: mini\ntasks: []\n")
+    result = runner.invoke(app, ["run", str(bad)])
+    assert result.exit_code == 2 and "tasks" in result.output and str(bad) in result.output
+
+
+def test_scenarios_and_tools_are_listed_as_json():
+    result = runner.invoke(app, ["scenarios", "list", "--json"])
+    assert result.exit_code == 0, result.output
+    scenarios = json.loads(result.stdout)["scenarios"]
+    assert len(scenarios) >= 3
+    assert all({"id", "pack", "tasks"} <= set(s) for s in scenarios)
+    result = runner.invoke(app, ["tools", "list", "--json"])
+    assert result.exit_code == 0, result.output
+    tools = json.loads(result.stdout)["tools"]
+    assert len(tools) >= 20
+    assert all(t["input_schema"]["type"] == "object" and t["description"] for t in tools)
+
+
+def test_demo_prints_the_table_and_the_oracle_solves_everything():
+    result = runner.invoke(app, ["demo", "--json"])
+    assert result.exit_code == 0, result.output
+    episodes = json.loads(result.stdout)["episodes"]
+    oracle = [e for e in episodes if e["policy"] == "oracle"]
+    noop = [e for e in episodes if e["policy"] == "noop"]
+    assert oracle and all(e["reward"] == 1.0 for e in oracle)
+    assert noop and all(e["reward"] == 0.0 for e in noop)
+    table = runner.invoke(app, ["demo"])
+    assert table.exit_code == 0 and "oracle" in table.stdout and "noop" in table.stdout
