@@ -138,6 +138,7 @@ class SimulationRecord(_Model):
     truncated: bool = False
     truncation_reason: str | None = None
     final_answer: str | None = None
+    fault_profile: str = "none"
     faults: list[InjectedFault] = Field(default_factory=list)
     world_diff: list[EntityChange] = Field(default_factory=list)
     invalid_reason: str | None = None

@@ -1,0 +1,172 @@
+"""Ingestion throughput against raw JSON parsing of the same bytes, and peak memory.
+
+    python benchmarks/ingest.py [--data ../shared/data] [--repeat 3]
+
+Inputs are the real traces of ../shared/data (four tau2 results files and the tau-bench airline
+trajectories): as they are (1x, JSON documents), re-written as JSONL (1x), repeated ten times as
+JSONL (10x), and the tau-bench file repeated ten times as one 41 MB JSON array (above the
+whole-document limit, so it is streamed with ijson). Throughput is the best of ``--repeat``
+runs in this process; ``json.loads`` and ``orjson.loads`` parse exactly the same bytes (each
+line for JSONL, each file for documents). Peak memory is the max RSS of a fresh subprocess that
+only ingests the input, reported with its growth over the same process right before ingesting.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import orjson
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from simforge.trace.ingest import ingest  # noqa: E402
+
+TAU2 = "tau2-bench/results"
+TAU_BENCH = "tau-bench/historical_trajectories/gpt-4o-airline.json"
+
+
+def real_files(data: Path) -> list[Path]:
+    return [*sorted((data / TAU2).glob("*.json")), data / TAU_BENCH]
+
+
+def records(data: Path) -> dict[str, list[bytes]]:
+    """Every episode record of the real files as JSON lines, per source file."""
+    out = {"tau_bench": [orjson.dumps(r) for r in orjson.loads((data / TAU_BENCH).read_bytes())]}
+    for path in sorted((data / TAU2).glob("*.json")):
+        sims = orjson.loads(path.read_bytes())["simulations"]
+        out[path.stem] = [orjson.dumps(s) for s in sims]
+    return out
+
+
+def write_jsonl(base: Path, sources: dict[str, list[bytes]], times: int) -> list[Path]:
+    paths = []
+    for name, lines in sources.items():
+        path = base / f"{name}_x{times}.jsonl"
+        with path.open("wb") as f:
+            for _ in range(times):
+                f.write(b"\n".join(lines) + b"\n")
+        paths.append(path)
+    return paths
+
+
+def best(fn: Callable[[], object], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def parse_all(paths: list[Path], loads: Callable[[bytes], object]) -> Callable[[], None]:
+    blobs = [(p.suffix == ".jsonl", p.read_bytes()) for p in paths]
+
+    def run() -> None:
+        for is_lines, blob in blobs:
+            if is_lines:
+                for line in blob.splitlines():
+                    loads(line)
+            else:
+                loads(blob)
+
+    return run
+
+
+# /proc/self/status, not ru_maxrss: Linux keeps ru_maxrss across exec, so a child started
+# from this (large) process would report the parent's peak.
+_PROBE = """
+import json, sys
+sys.path.insert(0, {root!r})
+from simforge.trace.ingest import ingest
+from simforge.trace.registry import formats
+
+def status(key):
+    for line in open("/proc/self/status"):
+        if line.startswith(key + ":"):
+            return int(line.split()[1])
+
+formats()
+before = status("VmRSS")
+result = ingest({paths!r})
+print(json.dumps({{"before_kb": before, "peak_kb": status("VmHWM"), "episodes": result.episodes}}))
+"""
+
+
+def peak_memory(paths: list[Path]) -> tuple[float, float]:
+    """(peak RSS MB, peak growth MB over the process right before ingesting), fresh process."""
+    code = _PROBE.format(root=str(ROOT), paths=[str(p) for p in paths])
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                         text=True).stdout
+    probe = json.loads(out)
+    return probe["peak_kb"] / 1024, (probe["peak_kb"] - probe["before_kb"]) / 1024
+
+
+def measure(label: str, paths: list[Path], repeat: int) -> dict[str, object]:
+    size = sum(p.stat().st_size for p in paths) / 1e6
+    t_json = best(parse_all(paths, json.loads), repeat)
+    t_orjson = best(parse_all(paths, orjson.loads), repeat)
+    result = ingest(paths)
+    t_ingest = best(lambda: ingest(paths), repeat)
+    peak, growth = peak_memory(paths)
+    return {
+        "input": label, "MB": size, "episodes": result.episodes,
+        "tool calls": result.tool_calls, "json.loads MB/s": size / t_json,
+        "orjson MB/s": size / t_orjson, "ingest MB/s": size / t_ingest,
+        "episodes/s": result.episodes / t_ingest,
+        "ingest / json.loads": t_json / t_ingest, "ingest / orjson": t_orjson / t_ingest,
+        "peak RSS MB": peak, "RSS growth MB": growth,
+    }
+
+
+def table(rows: list[dict[str, object]]) -> str:
+    headers = list(rows[0])
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    for row in rows:
+        cells = []
+        for key in headers:
+            value = row[key]
+            if isinstance(value, float):
+                cells.append(f"{value:.2f}" if "/ " in key else f"{value:,.1f}")
+            else:
+                cells.append(f"{value:,}" if isinstance(value, int) else str(value))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    if not args.data.is_dir():
+        sys.exit(f"real traces not found at {args.data} (use --data)")
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp)
+        sources = records(args.data)
+        one = write_jsonl(base, sources, 1)
+        ten = write_jsonl(base, sources, 10)
+        big_array = base / "tau_bench_x10.json"
+        items = orjson.loads((args.data / TAU_BENCH).read_bytes())
+        big_array.write_bytes(orjson.dumps(items * 10))
+        rows.append(measure("real files (1x, JSON documents)", real_files(args.data),
+                            args.repeat))
+        rows.append(measure("same records as JSONL (1x)", one, args.repeat))
+        rows.append(measure("JSONL 10x", ten, max(1, args.repeat - 1)))
+        rows.append(measure("tau-bench 10x, one JSON array (streamed)", [big_array],
+                            max(1, args.repeat - 1)))
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, best of {args.repeat}\n")
+    print(table(rows))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""One adapter module per trace format; each registers itself with the format registry."""

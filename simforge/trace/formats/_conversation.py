@@ -1,0 +1,222 @@
+"""A conversation under construction: messages and tool calls as dicts, with call pairing.
+
+OpenAI-style logs (plain OpenAI, tau-bench, LangSmith and Langfuse generations) all pair a tool
+result to its call by id, but ids are not reliable: tau-bench reuses them inside a trajectory
+and legacy ``function_call`` has none. Pending calls are therefore kept per id in issue order
+and a result answers the oldest unanswered call with its id, which is "the call that precedes
+it" for every log seen so far.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+from simforge.trace.errors import Location, TraceFormatError
+from simforge.trace.formats._common import CallIds, Json, parse_args, parse_result, text_of
+
+_ROLES = {
+    "system": "system",
+    "developer": "system",
+    "user": "user",
+    "human": "user",
+    "assistant": "assistant",
+    "ai": "assistant",
+    "tool": "tool",
+    "function": "tool",
+}
+_OPENAI_KEYS = frozenset(
+    {"role", "content", "tool_calls", "tool_call_id", "function_call", "timestamp"}
+)
+
+
+def role_of(value: Any, location: Location) -> str:
+    role = _ROLES.get(value) if isinstance(value, str) else None
+    if role is None:
+        raise TraceFormatError(location, f"unknown message role {value!r}")
+    return role
+
+
+class Conversation:
+    """Accumulates messages and calls; ``error_prefix`` marks results that are errors by text
+    (tau-bench's ``Error: ...``)."""
+
+    def __init__(self, error_prefix: str | None = None) -> None:
+        self.messages: list[Json] = []
+        self.calls: list[Json] = []
+        self.ids = CallIds()
+        self.error_prefix = error_prefix
+        self._pending: dict[str, deque[Json]] = {}
+        self._pending_functions: list[Json] = []
+
+    def add_message(self, message: Json) -> int:
+        self.messages.append(message)
+        return len(self.messages) - 1
+
+    def add_call(
+        self,
+        source_id: Any,
+        tool: Any,
+        arguments: Any,
+        location: Location,
+        *,
+        message_index: int | None,
+        requestor: str = "assistant",
+        started_at: float | None = None,
+    ) -> Json:
+        if not isinstance(tool, str) or not tool:
+            raise TraceFormatError(location, f"tool call without a tool name: {tool!r}")
+        call_id, original = self.ids.claim(source_id)
+        args, raw_args, problem = parse_args(arguments)
+        call: Json = {
+            "call_id": call_id,
+            "tool": tool,
+            "args": args,
+            "raw_args": raw_args,
+            "requestor": requestor,
+            "message_index": message_index,
+        }
+        if original is not None:
+            call["source_call_id"] = original
+        if started_at is not None:
+            call["started_at"] = started_at
+        if problem:
+            call["metadata"] = {"args_error": problem}
+        self.calls.append(call)
+        key = str(source_id) if source_id not in (None, "") else None
+        if key is None:
+            self._pending_functions.append(call)
+        else:
+            self._pending.setdefault(key, deque()).append(call)
+        return call
+
+    def answer(
+        self,
+        source_id: Any,
+        content: Any,
+        *,
+        name: str | None = None,
+        error: Any = None,
+        ended_at: float | None = None,
+    ) -> Json | None:
+        """Attach a result to the oldest pending call with this id (or, without an id, to the
+        oldest pending id-less call of that name). Returns the call, or ``None`` if orphaned."""
+        call = None
+        if source_id not in (None, ""):
+            queue = self._pending.get(str(source_id))
+            if queue:
+                call = queue.popleft()
+        else:
+            for i, pending in enumerate(self._pending_functions):
+                if name is None or pending["tool"] == name:
+                    call = self._pending_functions.pop(i)
+                    break
+        if call is None:
+            return None
+        result, raw = parse_result(content)
+        call["result"] = result
+        call["raw_result"] = raw
+        if ended_at is not None:
+            call["ended_at"] = ended_at
+        if error is True:
+            call["error"] = text_of(content) if content not in (None, "") else "error"
+        elif isinstance(error, str) and error:
+            call["error"] = error
+        elif (
+            self.error_prefix is not None
+            and isinstance(content, str)
+            and content.startswith(self.error_prefix)
+        ):
+            call["error"] = content
+        return call
+
+    def add_openai(self, raw: Any, location: Location, timestamp: float | None = None) -> None:
+        """One OpenAI Chat Completions message (tool_calls, tool results, legacy functions)."""
+        if not isinstance(raw, dict):
+            raise TraceFormatError(location, "a message is not an object")
+        role = role_of(raw.get("role"), location)
+        meta = {k: v for k, v in raw.items() if k not in _OPENAI_KEYS}
+        if raw.get("role") in ("developer", "function", "human", "ai"):
+            meta["source_role"] = raw["role"]
+        message: Json = {"role": role, "content": text_of(raw.get("content"))}
+        if timestamp is not None:
+            message["timestamp"] = timestamp
+        if meta:
+            message["metadata"] = meta
+        index = len(self.messages)
+        if role == "tool":
+            if raw.get("role") == "function":
+                call = self.answer(None, raw.get("content"), name=raw.get("name"),
+                                   ended_at=timestamp)
+            else:
+                call = self.answer(raw.get("tool_call_id"), raw.get("content"),
+                                   error=raw.get("error") or raw.get("is_error"),
+                                   ended_at=timestamp)
+            if call is not None:
+                message["call_id"] = call["call_id"]
+            elif raw.get("tool_call_id") is not None:
+                message.setdefault("metadata", {})["tool_call_id"] = raw.get("tool_call_id")
+            self.messages.append(message)
+            return
+        ids: list[str] = []
+        tool_calls = raw.get("tool_calls") or []
+        if not isinstance(tool_calls, list):
+            raise TraceFormatError(location, "tool_calls is not an array")
+        for tc in tool_calls:
+            if not isinstance(tc, dict):
+                raise TraceFormatError(location, "a tool call is not an object")
+            fn: Json = tc["function"] if isinstance(tc.get("function"), dict) else tc
+            call = self.add_call(tc.get("id"), fn.get("name"), fn.get("arguments"), location,
+                                 message_index=index, started_at=timestamp)
+            ids.append(call["call_id"])
+        legacy = raw.get("function_call")
+        if isinstance(legacy, dict):
+            call = self.add_call(None, legacy.get("name"), legacy.get("arguments"), location,
+                                 message_index=index, started_at=timestamp)
+            ids.append(call["call_id"])
+        if ids:
+            message["tool_call_ids"] = ids
+        self.messages.append(message)
+
+    def user_turns(self) -> list[str]:
+        return [m["content"] for m in self.messages if m["role"] == "user" and m.get("content")]
+
+
+def conversation_episode(
+    conv: Conversation,
+    fmt: str,
+    location: Location,
+    *,
+    episode_id: Any = None,
+    metadata: Json | None = None,
+) -> Json:
+    """The episode dict of a plain conversation log (no task, no outcome of its own).
+
+    Without an id in the record, the file name plus the record's position names the episode,
+    which is unique within a run and stable across runs.
+    """
+    from pathlib import PurePath
+
+    from simforge.trace.formats._common import record_label
+
+    label = record_label(location)
+    if episode_id is None:
+        episode_id = f"{PurePath(location.path).stem}:{label or 'doc'}"
+    system = next((m["content"] for m in conv.messages if m["role"] == "system"), None)
+    turns = conv.user_turns()
+    return {
+        "id": str(episode_id),
+        "source": {"format": fmt, "path": location.path, "record": label},
+        "task": {
+            "instruction": turns[0] if turns else None,
+            "user_turns": turns,
+            "metadata": {"system": system} if system else {},
+        },
+        "messages": conv.messages,
+        "tool_calls": conv.calls,
+        "metadata": metadata or {},
+    }
+
+
+def is_message(value: Any) -> bool:
+    return isinstance(value, dict) and "role" in value and "messages" not in value

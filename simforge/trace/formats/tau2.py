@@ -1,0 +1,168 @@
+"""tau2-bench results files: ``{timestamp, info, tasks, simulations}``.
+
+Each simulation is one episode. The adapter reads the (small) ``tasks`` list first, so that an
+episode carries its task's instruction, then streams ``simulations`` one by one. What tau2
+records and simforge keeps: wall-clock timestamps of every message (ISO strings, naive, taken as
+UTC), the requestor of every call (the simulated user calls tools in telecom), the ``error``
+flag of tool messages, parallel calls (several calls in one message share ``message_index``),
+``reward_info`` (the outcome) and ``termination_reason`` (metadata and a label). Of ``raw_data``,
+the provider's verbatim response, only ``finish_reason`` is kept: the rest repeats the message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from simforge.trace.detect import Sample
+from simforge.trace.episode import Episode
+from simforge.trace.errors import Location, TraceFormatError
+from simforge.trace.formats._common import (
+    Json,
+    expect_dict,
+    expect_list,
+    record_label,
+    text_of,
+    to_epoch,
+    validate_episode,
+)
+from simforge.trace.formats._conversation import Conversation, role_of
+from simforge.trace.reader import Document, Record
+from simforge.trace.registry import FormatAdapter, register_format
+
+_MESSAGE_KEYS = frozenset(
+    {"role", "content", "tool_calls", "timestamp", "raw_data", "id", "requestor", "error"}
+)
+_SIMULATION_KEYS = frozenset({"id", "task_id", "messages", "reward_info"})
+
+
+def _instruction(task: Json) -> str | None:
+    scenario = task.get("user_scenario")
+    instructions = scenario.get("instructions") if isinstance(scenario, dict) else None
+    if isinstance(instructions, str) or instructions is None:
+        return instructions
+    if isinstance(instructions, dict):
+        parts = [f"{key}: {value}" for key, value in instructions.items()
+                 if isinstance(value, str) and value and key != "domain"]
+        return "\n".join(parts) or None
+    return text_of(instructions)
+
+
+@register_format
+class Tau2Format(FormatAdapter):
+    name = "tau2"
+    description = "tau2-bench results files ({info, tasks, simulations})"
+
+    def __init__(self) -> None:
+        self.tasks: dict[str, Json] = {}
+        self.domain: str | None = None
+
+    def sniff(self, sample: Sample) -> float:
+        value = sample.value
+        if isinstance(value, dict):
+            if "simulations" in value and ("tasks" in value or "info" in value):
+                return 1.0
+            if "messages" in value and "reward_info" in value and "task_id" in value:
+                return 0.95
+        return 0.0
+
+    def records(self, doc: Document) -> Iterator[Record]:
+        if doc.layout == "jsonl":
+            return doc.lines()
+        if doc.layout == "array":
+            return doc.items("item")
+        head = doc.skeleton()
+        if not (isinstance(head, dict) and "simulations" in head):
+            return doc.items("")
+        tasks = doc.top_level("tasks")
+        if isinstance(tasks, list):
+            self.tasks = {str(t.get("id")): t for t in tasks if isinstance(t, dict)}
+        info = doc.top_level("info")
+        env = info.get("environment_info") if isinstance(info, dict) else None
+        if isinstance(env, dict):
+            self.domain = env.get("domain_name")
+        return doc.items("simulations.item")
+
+    def parse(self, record: Any, location: Location) -> Iterable[Episode]:
+        sim = expect_dict(record, location, "a simulation")
+        messages = expect_list(sim.get("messages"), location, "messages")
+        conv = Conversation()
+        for i, raw in enumerate(messages):
+            try:
+                self._add(conv, raw, location)
+            except TraceFormatError as exc:
+                raise TraceFormatError(location.child(f".messages[{i}]"), exc.reason) from None
+        task_id = sim.get("task_id")
+        task = self.tasks.get(str(task_id), {})
+        reward_info = sim.get("reward_info")
+        reward_info = reward_info if isinstance(reward_info, dict) else {}
+        reward = reward_info.get("reward")
+        termination = sim.get("termination_reason")
+        metadata = {k: v for k, v in sim.items() if k not in _SIMULATION_KEYS}
+        for key in ("start_time", "end_time", "timestamp"):
+            if key in metadata:
+                metadata[f"{key}_epoch"] = to_epoch(metadata[key])
+        if self.domain is not None:
+            metadata["domain"] = self.domain
+        labels = dict(reward_info)
+        labels.pop("reward", None)
+        if termination is not None:
+            labels["termination_reason"] = termination
+        data = {
+            "id": str(sim.get("id") or f"{task_id}-{sim.get('trial')}"),
+            "source": {"format": self.name, "path": location.path,
+                       "record": record_label(location)},
+            "task": {
+                "id": None if task_id is None else str(task_id),
+                "instruction": _instruction(task),
+                "user_turns": conv.user_turns(),
+                "metadata": {k: v for k, v in task.items() if k != "id"},
+            },
+            "messages": conv.messages,
+            "tool_calls": conv.calls,
+            "outcome": {
+                "reward": reward if isinstance(reward, int | float) else None,
+                "success": (reward >= 1.0) if isinstance(reward, int | float) else None,
+                "labels": labels,
+            },
+            "metadata": metadata,
+        }
+        return (validate_episode(data, location),)
+
+    def _add(self, conv: Conversation, raw: Any, location: Location) -> None:
+        if not isinstance(raw, dict):
+            raise TraceFormatError(location, "a message is not an object")
+        role = role_of(raw.get("role"), location)
+        stamp = to_epoch(raw.get("timestamp"))
+        meta = {k: v for k, v in raw.items() if k not in _MESSAGE_KEYS and v is not None}
+        raw_data = raw.get("raw_data")
+        if isinstance(raw_data, dict) and raw_data.get("finish_reason") is not None:
+            meta["finish_reason"] = raw_data["finish_reason"]
+        message: Json = {"role": role, "content": text_of(raw.get("content")),
+                         "timestamp": stamp, "metadata": meta}
+        index = len(conv.messages)
+        if role == "tool":
+            call = conv.answer(raw.get("id"), raw.get("content"), error=bool(raw.get("error")),
+                               ended_at=stamp)
+            if call is not None:
+                message["call_id"] = call["call_id"]
+            else:
+                meta["tool_call_id"] = raw.get("id")
+            if raw.get("requestor") is not None:
+                meta["requestor"] = raw["requestor"]
+            conv.add_message(message)
+            return
+        ids = []
+        tool_calls = raw.get("tool_calls") or []
+        if not isinstance(tool_calls, list):
+            raise TraceFormatError(location, "tool_calls is not an array")
+        for tc in tool_calls:
+            if not isinstance(tc, dict):
+                raise TraceFormatError(location, "a tool call is not an object")
+            requestor = tc.get("requestor") or ("user" if role == "user" else "assistant")
+            call = conv.add_call(tc.get("id"), tc.get("name"), tc.get("arguments"), location,
+                                 message_index=index, requestor=requestor, started_at=stamp)
+            ids.append(call["call_id"])
+        if ids:
+            message["tool_call_ids"] = ids
+        conv.add_message(message)

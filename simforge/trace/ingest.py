@@ -1,0 +1,313 @@
+"""Ingestion: files of any supported format in, a stream of validated Episodes out.
+
+``iter_episodes`` is the streaming core: it never holds more than one record's episodes (plus
+what a grouping format must buffer), so memory stays flat however large the input. ``ingest``
+drives it to the end, keeps per-tool statistics, optionally writes native JSONL, and returns an
+:class:`IngestResult`. Every failure of a record (unparsable bytes, a missing field, an adapter
+that trips over odd data) is counted and quarantined; nothing escapes as a traceback unless the
+caller asked for ``strict`` mode, where the first one raises :class:`StrictModeAbort`.
+
+Counting rule, relied on by tests: ``records_kept + rejected == records_read``. A file that
+cannot be opened or recognised counts as one record read and rejected.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from simforge.trace.detect import sample_of
+from simforge.trace.episode import Episode
+from simforge.trace.errors import Location, StrictModeAbort, TraceFormatError
+from simforge.trace.quarantine import Quarantine
+from simforge.trace.reader import Document, Record
+from simforge.trace.registry import Deferred, detect_format, formats, get_format
+from simforge.trace.stats import ToolStats
+
+PathLike = str | os.PathLike[str]
+ProgressCallback = Callable[[int, int, int], None]
+"""Called as ``progress(bytes_done, bytes_total, episodes)`` while files are read."""
+
+_INPUT_SUFFIXES = (".json", ".jsonl", ".ndjson", ".gz")
+_MAX_REJECTIONS_KEPT = 100
+_PROGRESS_EVERY = 64
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    location: Location | None
+    reason: str
+    format: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.location}: {self.reason}" if self.location else self.reason
+
+
+@dataclass
+class FileReport:
+    path: str
+    format: str | None = None
+    records: int = 0
+    rejected: int = 0
+    episodes: int = 0
+
+
+@dataclass
+class IngestResult:
+    """What an ingestion read, kept and rejected; ``to_json`` is the CLI's ``--json`` shape."""
+
+    episodes: int = 0
+    tool_calls: int = 0
+    records_read: int = 0
+    records_kept: int = 0
+    rejected: int = 0
+    formats: dict[str, int] = field(default_factory=dict)
+    files: list[FileReport] = field(default_factory=list)
+    stats: ToolStats = field(default_factory=ToolStats)
+    rejections: list[Rejection] = field(default_factory=list)
+    collected: list[Episode] = field(default_factory=list)
+    quarantine_path: Path | None = None
+
+    @property
+    def tools(self) -> int:
+        return len(self.stats.tools)
+
+    @property
+    def ok(self) -> bool:
+        """Whether anything could be read: the CLI exits non-zero otherwise."""
+        return self.records_kept > 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "episodes": self.episodes,
+            "tool_calls": self.tool_calls,
+            "tools": self.tools,
+            "rejected": self.rejected,
+            "formats": dict(self.formats),
+            "by_tool": self.stats.by_tool(),
+        }
+
+
+def expand_paths(paths: PathLike | Iterable[PathLike]) -> list[str]:
+    """Files named directly, plus the trace files found under any directory named."""
+    items = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
+    out: list[str] = []
+    for item in items:
+        path = Path(item)
+        if path.is_dir():
+            out.extend(
+                str(p) for p in sorted(path.rglob("*"))
+                if p.is_file() and p.name.endswith(_INPUT_SUFFIXES)
+            )
+        else:
+            out.append(str(path))
+    return out
+
+
+class _Run:
+    def __init__(
+        self,
+        paths: list[str],
+        fmt: str | None,
+        quarantine: Quarantine,
+        strict: bool,
+        progress: ProgressCallback | None,
+        result: IngestResult,
+    ) -> None:
+        self.paths = paths
+        self.fmt = fmt
+        self.quarantine = quarantine
+        self.strict = strict
+        self.progress = progress
+        self.result = result
+        self.total = sum(_size(p) for p in paths)
+        self.done = 0
+        if fmt is not None:
+            get_format(fmt)
+        else:
+            formats()
+
+    def reject(
+        self,
+        location: Location | None,
+        reason: str,
+        raw: str,
+        fmt: str | None,
+        records: int = 1,
+    ) -> None:
+        result = self.result
+        result.rejected += records
+        if result.files:
+            result.files[-1].rejected += records
+        if len(result.rejections) < _MAX_REJECTIONS_KEPT:
+            result.rejections.append(Rejection(location, reason, fmt))
+        self.quarantine.write(location, reason, raw, fmt, records)
+        if self.strict:
+            raise StrictModeAbort(location, reason)
+
+    def episodes(self) -> Iterator[Episode]:
+        for path in self.paths:
+            yield from self._file(path)
+            self.done += _size(path)
+            self._tick(None)
+
+    def _tick(self, doc: Document | None) -> None:
+        if self.progress is not None:
+            current = doc.bytes_read() if doc is not None else 0
+            self.progress(min(self.done + current, self.total), self.total, self.result.episodes)
+
+    def _file(self, path: str) -> Iterator[Episode]:
+        result = self.result
+        report = FileReport(path)
+        result.files.append(report)
+        try:
+            doc = Document(path)
+        except OSError as exc:
+            result.records_read += 1
+            report.records += 1
+            self.reject(Location(path), f"cannot open file: {exc.strerror or exc}", "", None)
+            return
+        if doc.layout == "empty":
+            return
+        if doc.layout == "unknown":
+            result.records_read += 1
+            report.records += 1
+            reason = doc.load_error or "not JSON or JSON Lines"
+            self.reject(Location(path), reason, "", None)
+            return
+        name = self.fmt or detect_format(sample_of(doc))
+        if name is None:
+            result.records_read += 1
+            report.records += 1
+            known = ", ".join(formats())
+            self.reject(Location(path), f"unrecognised trace format (use --format; known: "
+                        f"{known})", "", None)
+            return
+        report.format = name
+        adapter = get_format(name)()
+        for count, record in enumerate(adapter.records(doc)):
+            result.records_read += 1
+            report.records += 1
+            try:
+                produced = list(adapter.parse(adapter.decode(record), record.location))
+            except TraceFormatError as exc:
+                self.reject(exc.location or record.location, exc.reason, record.text(), name)
+                continue
+            except Exception as exc:  # an adapter tripping over odd data is still bad data
+                self.reject(record.location, f"malformed record ({type(exc).__name__}: {exc})",
+                            record.text(), name)
+                continue
+            result.records_kept += 1
+            for episode in produced:
+                self._account(episode, name, report)
+                yield episode
+            yield from self._assemble(adapter.ready(), name, report)
+            if count % _PROGRESS_EVERY == 0:
+                self._tick(doc)
+        yield from self._assemble(adapter.finish(), name, report)
+        doc.release()
+
+    def _assemble(
+        self, deferred: Iterable[Deferred], name: str, report: FileReport
+    ) -> Iterator[Episode]:
+        """Build multi-record episodes; a failure rejects every record of the group, which
+        were counted as kept when they were read."""
+        for item in deferred:
+            try:
+                episode = item.build()
+            except Exception as exc:
+                reason = exc.reason if isinstance(exc, TraceFormatError) else (
+                    f"could not assemble episode ({type(exc).__name__}: {exc})")
+                where = exc.location if isinstance(exc, TraceFormatError) else None
+                self.result.records_kept -= item.records
+                self.reject(where or item.location, reason, "", name, item.records)
+                continue
+            self._account(episode, name, report)
+            yield episode
+
+    def _account(self, episode: Episode, name: str, report: FileReport) -> None:
+        result = self.result
+        result.episodes += 1
+        result.tool_calls += len(episode.tool_calls)
+        result.formats[name] = result.formats.get(name, 0) + 1
+        report.episodes += 1
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def iter_episodes(
+    paths: PathLike | Iterable[PathLike],
+    format: str | None = None,
+    quarantine: PathLike | Quarantine | None = None,
+    strict: bool = False,
+    progress: ProgressCallback | None = None,
+    result: IngestResult | None = None,
+) -> Iterator[Episode]:
+    """Stream the episodes of every file; rejected records go to ``quarantine``.
+
+    ``format`` forces an adapter instead of detecting one per file. Pass an
+    :class:`IngestResult` as ``result`` to get the counts once the generator is exhausted.
+    Raises ``KeyError`` for an unknown ``format`` and :class:`StrictModeAbort` in strict mode.
+    """
+    own = not isinstance(quarantine, Quarantine)
+    sink = quarantine if isinstance(quarantine, Quarantine) else Quarantine(quarantine)
+    run = _Run(expand_paths(paths), format, sink, strict, progress, result or IngestResult())
+    try:
+        yield from run.episodes()
+    finally:
+        if own:
+            sink.close()
+
+
+def ingest(
+    paths: PathLike | Iterable[PathLike],
+    format: str | None = None,
+    quarantine: PathLike | None = None,
+    strict: bool = False,
+    progress: ProgressCallback | None = None,
+    out: PathLike | None = None,
+    keep: bool = False,
+    on_episode: Callable[[Episode], None] | None = None,
+) -> IngestResult:
+    """Read everything, gather per-tool statistics, and report.
+
+    ``out`` writes the episodes as native JSONL as they stream past; ``keep`` collects them in
+    ``result.collected`` (memory then grows with the input); ``on_episode`` sees each one.
+    """
+    from simforge.trace.export import EpisodeWriter
+
+    result = IngestResult(quarantine_path=Path(quarantine) if quarantine is not None else None)
+    stats = result.stats
+    writer = EpisodeWriter(out, "native") if out is not None else None
+    try:
+        for episode in iter_episodes(paths, format, quarantine, strict, progress, result):
+            stats.add(episode)
+            if writer is not None:
+                writer.write(episode)
+            if keep:
+                result.collected.append(episode)
+            if on_episode is not None:
+                on_episode(episode)
+    finally:
+        if writer is not None:
+            writer.close()
+    return result
+
+
+__all__ = [
+    "FileReport",
+    "IngestResult",
+    "Record",
+    "Rejection",
+    "expand_paths",
+    "ingest",
+    "iter_episodes",
+]

@@ -1,0 +1,301 @@
+"""Streaming reader: a file becomes a sequence of records, each with its location.
+
+Why two paths for JSON documents: orjson parses a whole document about twice as fast as ijson
+streams it, so a document up to ``WHOLE_DOCUMENT_LIMIT`` bytes is parsed in one go (the memory
+that costs is bounded by the limit), and anything larger is streamed item by item with ijson's C
+backend, so memory stays flat however large the file grows. JSON Lines are always read line by
+line. Gzip is recognised by its magic bytes, not by the file name.
+
+The layout comes from the content (see ``detect.sniff_layout``); only a ``.jsonl``/``.ndjson``
+name overrides it, for files whose content cannot tell. A document that orjson rejects is
+re-read with ijson, so that the records before the syntax error are still kept and the error
+is reported at its byte offset.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import zlib
+from collections.abc import Iterator
+from typing import IO, Any, Final
+
+import ijson
+import orjson
+
+from simforge.trace.detect import Layout, skeleton, sniff_layout
+from simforge.trace.errors import Location, TraceFormatError
+
+WHOLE_DOCUMENT_LIMIT = 16 * 1024 * 1024
+"""JSON documents up to this many (uncompressed) bytes are parsed whole with orjson."""
+
+_READ_ERRORS = (OSError, EOFError, zlib.error, gzip.BadGzipFile, ValueError)
+
+
+class _Unset:
+    __slots__ = ()
+
+
+_UNSET: Final = _Unset()
+_TOO_BIG: Final = _Unset()
+_BROKEN: Final = _Unset()
+
+
+class Record:
+    """One record read from a file: its location, and its raw bytes or its parsed value.
+
+    The value of a JSONL line is parsed on first access, so an adapter that validates raw bytes
+    itself (the native format) never pays for a second parse. A record that the reader could not
+    even delimit carries ``error``; touching its value raises :class:`TraceFormatError`.
+    """
+
+    __slots__ = ("_value", "error", "location", "raw")
+
+    def __init__(
+        self,
+        location: Location,
+        raw: bytes | None = None,
+        value: Any = _UNSET,
+        error: str | None = None,
+    ) -> None:
+        self.location = location
+        self.raw = raw
+        self._value = value
+        self.error = error
+
+    @property
+    def value(self) -> Any:
+        if self.error is not None:
+            raise TraceFormatError(self.location, self.error)
+        if self._value is _UNSET:
+            try:
+                self._value = orjson.loads(self.raw or b"")
+            except orjson.JSONDecodeError as exc:
+                raise TraceFormatError(self.location, f"invalid JSON: {exc}") from None
+        return self._value
+
+    def text(self) -> str:
+        """The record as text, for the quarantine file: the raw bytes when there are any."""
+        if self.raw is not None:
+            return self.raw.decode("utf-8", errors="replace").rstrip("\r\n")
+        if self._value is _UNSET:
+            return ""
+        try:
+            return orjson.dumps(self._value, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
+        except TypeError:
+            return repr(self._value)
+
+
+class Document:
+    """One input file: its layout, and iterators over its records.
+
+    Each iterator opens the file afresh, so an adapter may make two passes (tau2 reads the tasks
+    before streaming the simulations of a file too large to load).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], whole_limit: int | None = None) -> None:
+        self.path = os.fspath(path)
+        self.size = os.path.getsize(self.path)
+        self.whole_limit = WHOLE_DOCUMENT_LIMIT if whole_limit is None else whole_limit
+        with open(self.path, "rb") as head:
+            self.compressed = head.read(2) == b"\x1f\x8b"
+        self._raw: IO[bytes] | None = None
+        self._loaded: Any = _UNSET
+        self.load_error: str | None = None
+        try:
+            with self.open() as stream:
+                self.layout: Layout = sniff_layout(stream)
+            if self.layout in ("object", "array", "unknown") and _named_jsonl(self.path):
+                self.layout = "jsonl"
+        except _READ_ERRORS as exc:
+            self.layout = "unknown"
+            self.load_error = f"unreadable: {exc}"
+
+    def open(self) -> IO[bytes]:
+        """A fresh binary stream of the (decompressed) content."""
+        raw = open(self.path, "rb")  # noqa: SIM115 - closed through the returned stream
+        self._raw = raw
+        if self.compressed:
+            return io.BufferedReader(gzip.GzipFile(fileobj=raw, mode="rb"), 1 << 16)
+        return raw
+
+    def bytes_read(self) -> int:
+        """How far into the file on disk the current pass has read (for progress bars)."""
+        raw = self._raw
+        if raw is None or raw.closed:
+            return self.size
+        try:
+            return raw.tell()
+        except (OSError, ValueError):
+            return self.size
+
+    def lines(self) -> Iterator[Record]:
+        """Records of a JSON Lines file, one per non-blank line, with line number and offset."""
+        offset = 0
+        number = 0
+        path = self.path
+        try:
+            with self.open() as stream:
+                for line in stream:
+                    number += 1
+                    start = offset
+                    offset += len(line)
+                    if number == 1 and line.startswith(b"\xef\xbb\xbf"):
+                        line = line[3:]
+                    if not line.strip():
+                        continue
+                    yield Record(Location(path, line=number, offset=start), raw=line)
+        except _READ_ERRORS as exc:
+            yield Record(
+                Location(path, line=number + 1, offset=offset),
+                error=f"unreadable after this point: {exc}",
+            )
+
+    def loaded(self) -> Any:
+        """The whole document parsed, or ``None`` when it is too large or broken.
+
+        ``None`` cannot be confused with a document: layouts ``array``/``object`` only.
+        """
+        if self._loaded is _UNSET and self._known_too_big():
+            self._loaded = _TOO_BIG
+        if self._loaded is _UNSET:
+            try:
+                with self.open() as stream:
+                    data = stream.read(self.whole_limit + 1)
+            except _READ_ERRORS as exc:
+                self._loaded = _BROKEN
+                self.load_error = f"unreadable: {exc}"
+                return None
+            if len(data) > self.whole_limit:
+                self._loaded = _TOO_BIG
+            else:
+                try:
+                    self._loaded = orjson.loads(data)
+                except orjson.JSONDecodeError as exc:
+                    self._loaded = _BROKEN
+                    self.load_error = f"invalid JSON: {exc}"
+        if self._loaded is _TOO_BIG or self._loaded is _BROKEN:
+            return None
+        return self._loaded
+
+    def _known_too_big(self) -> bool:
+        """Decide from the size on disk (or gzip's size trailer) without reading the content."""
+        if not self.compressed:
+            return self.size > self.whole_limit
+        try:
+            with open(self.path, "rb") as raw:
+                raw.seek(-4, os.SEEK_END)
+                trailer = int.from_bytes(raw.read(4), "little")
+        except OSError:
+            return False
+        return trailer > self.whole_limit  # modulo 2**32: a wrap just reads as usual
+
+    def release(self) -> None:
+        """Drop the parsed document once its records are consumed."""
+        if self._loaded is not _TOO_BIG and self._loaded is not _BROKEN:
+            self._loaded = _UNSET
+
+    def items(self, prefix: str) -> Iterator[Record]:
+        """Records at an ijson ``prefix``: ``item`` for a top-level array, ``spans.item`` for the
+        array under the top-level key ``spans``, ``""`` for the whole document as one record."""
+        doc = self.loaded()
+        if doc is not None:
+            yield from self._items_of_value(doc, prefix)
+            return
+        yield from self._items_streamed(prefix)
+
+    def _items_of_value(self, doc: Any, prefix: str) -> Iterator[Record]:
+        path = self.path
+        if prefix == "":
+            yield Record(Location(path), value=doc)
+            return
+        container = doc
+        keys = prefix.split(".")[:-1]
+        for key in keys:
+            if not isinstance(container, dict) or key not in container:
+                return
+            container = container[key]
+        name = ".".join(keys)
+        if not isinstance(container, list):
+            yield Record(
+                Location(path, pointer=name or None),
+                value=container,
+                error=f"expected an array at {name or 'the top level'}",
+            )
+            return
+        for index, value in enumerate(container):
+            yield Record(Location(path, index=index, pointer=f"{name}[{index}]"), value=value)
+
+    def _items_streamed(self, prefix: str) -> Iterator[Record]:
+        path = self.path
+        name = prefix[: -len(".item")] if prefix.endswith(".item") else ""
+        index = -1
+        try:
+            with self.open() as stream:
+                if prefix == "":
+                    value = next(ijson.items(stream, "", use_float=True))
+                    yield Record(Location(path), value=value)
+                    return
+                for index, value in enumerate(ijson.items(stream, prefix, use_float=True)):
+                    yield Record(
+                        Location(path, index=index, pointer=f"{name}[{index}]"), value=value
+                    )
+        except (ijson.JSONError, StopIteration, *_READ_ERRORS) as exc:
+            offset = self.bytes_read()
+            where = f"{name}[{index + 1}]" if prefix != "" else None
+            yield Record(
+                Location(path, index=index + 1, offset=offset, pointer=where),
+                error=f"invalid JSON after this point: {exc}",
+            )
+
+    def top_level(self, key: str) -> Any:
+        """The value of one top-level key of an object document (small values only)."""
+        doc = self.loaded()
+        if doc is not None:
+            return doc.get(key) if isinstance(doc, dict) else None
+        try:
+            with self.open() as stream:
+                return next(ijson.items(stream, key, use_float=True), None)
+        except (ijson.JSONError, *_READ_ERRORS):
+            return None
+
+    def first_item_skeleton(self) -> Any:
+        """The first array item (for sniffing), whole when loaded, a skeleton when streamed."""
+        doc = self.loaded()
+        if isinstance(doc, list):
+            return doc[0] if doc else None
+        return _first_list_item(self._skeleton())
+
+    def skeleton(self) -> Any:
+        """The document with arrays cut to their first element (for sniffing)."""
+        doc = self.loaded()
+        if doc is not None:
+            return doc
+        return self._skeleton()
+
+    def _skeleton(self) -> Any:
+        try:
+            with self.open() as stream:
+                return skeleton(_until_error(ijson.parse(stream, use_float=True)))
+        except _READ_ERRORS:
+            return None
+
+
+def _until_error(events: Iterator[tuple[str, str, Any]]) -> Iterator[tuple[str, str, Any]]:
+    """Parse events up to the first syntax error: a broken file is still sniffed by its head."""
+    try:
+        yield from events
+    except (ijson.JSONError, *_READ_ERRORS):
+        return
+
+
+def _named_jsonl(path: str) -> bool:
+    """A file named ``.jsonl``/``.ndjson`` is JSON Lines even when its content cannot tell
+    (one record, or first lines too corrupt to parse)."""
+    name = path.lower().removesuffix(".gz")
+    return name.endswith((".jsonl", ".ndjson"))
+
+
+def _first_list_item(value: Any) -> Any:
+    return value[0] if isinstance(value, list) and value else None

@@ -1,0 +1,117 @@
+"""Per-tool statistics over a stream of episodes: calls, errors, latency quantiles, parallelism.
+
+Latencies are kept as compact ``array('d')`` buffers (8 bytes a call) so that exact quantiles
+stay affordable for millions of calls; the episodes themselves are not kept.
+
+A call counts as *parallel* when another call was issued in the same message (same
+``message_index``) or, for traces without messages (OTLP, LangSmith), when its time interval
+overlaps another call's.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from simforge.trace.episode import Episode, ToolCall
+
+
+def quantile(sorted_values: array[float] | list[float], q: float) -> float | None:
+    """Linear-interpolated quantile of already sorted values (numpy's default method)."""
+    n = len(sorted_values)
+    if n == 0:
+        return None
+    pos = (n - 1) * q
+    low = math.floor(pos)
+    high = min(low + 1, n - 1)
+    frac = pos - low
+    return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * frac
+
+
+@dataclass
+class ToolStat:
+    calls: int = 0
+    errors: int = 0
+    parallel: int = 0
+    latencies_ms: array[float] = field(default_factory=lambda: array("d"))
+
+    @property
+    def error_rate(self) -> float:
+        return self.errors / self.calls if self.calls else 0.0
+
+    def quantiles(self) -> dict[str, float | None]:
+        ordered = sorted(self.latencies_ms)
+        return {
+            f"p{int(q * 100)}_ms": (None if (v := quantile(ordered, q)) is None else round(v, 3))
+            for q in (0.5, 0.95, 0.99)
+        }
+
+
+@dataclass
+class ToolStats:
+    """Accumulates statistics episode by episode."""
+
+    tools: dict[str, ToolStat] = field(default_factory=lambda: defaultdict(ToolStat))
+    episodes: int = 0
+    calls: int = 0
+    max_parallel: int = 1
+
+    def add(self, episode: Episode) -> None:
+        self.episodes += 1
+        calls = episode.tool_calls
+        self.calls += len(calls)
+        parallel = self._parallel_ids(calls)
+        tools = self.tools
+        for call in calls:
+            stat = tools[call.tool]
+            stat.calls += 1
+            if call.error is not None:
+                stat.errors += 1
+            if call.call_id in parallel:
+                stat.parallel += 1
+            if call.started_at is not None and call.ended_at is not None:
+                duration = call.ended_at - call.started_at
+                if duration >= 0:
+                    stat.latencies_ms.append(duration * 1000.0)
+
+    def add_all(self, episodes: Iterable[Episode]) -> ToolStats:
+        for episode in episodes:
+            self.add(episode)
+        return self
+
+    def _parallel_ids(self, calls: list[ToolCall]) -> set[str]:
+        if len(calls) < 2:
+            return set()
+        batches: dict[int, list[str]] = defaultdict(list)
+        timed: list[ToolCall] = []
+        for call in calls:
+            if call.message_index is not None:
+                batches[call.message_index].append(call.call_id)
+            elif call.started_at is not None and call.ended_at is not None:
+                timed.append(call)
+        out: set[str] = set()
+        for ids in batches.values():
+            if len(ids) > 1:
+                out.update(ids)
+                self.max_parallel = max(self.max_parallel, len(ids))
+        timed.sort(key=lambda c: c.started_at or 0.0)
+        active: list[ToolCall] = []
+        for call in timed:
+            active = [a for a in active if (a.ended_at or 0.0) > (call.started_at or 0.0)]
+            if active:
+                out.add(call.call_id)
+                out.update(a.call_id for a in active)
+                self.max_parallel = max(self.max_parallel, len(active) + 1)
+            active.append(call)
+        return out
+
+    def by_tool(self) -> dict[str, dict[str, float | int | None]]:
+        """The ``by_tool`` object of ``simforge ingest --json``, tools by descending calls."""
+        ordered = sorted(self.tools.items(), key=lambda kv: (-kv[1].calls, kv[0]))
+        return {
+            name: {"calls": stat.calls, "errors": stat.errors, **stat.quantiles()}
+            for name, stat in ordered
+        }
