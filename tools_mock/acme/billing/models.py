@@ -1,0 +1,74 @@
+"""Billing: invoices, refunds, credit notes, approvals and the customer ledger."""
+
+from __future__ import annotations
+
+from sqlmodel import Field
+
+from simforge.world import entity
+
+from ..base import Base
+
+
+@entity(id_prefix="INV-", id_width=5, system="billing")
+class Invoice(Base, table=True):
+    """The invoice of an order."""
+
+    id: str = Field(primary_key=True)
+    order_id: str
+    customer_id: str
+    amount: float
+    status: str = Field("open", description="open | paid | void")
+    issued_at: str
+
+
+@entity(id_prefix="R-", id_width=4, system="billing")
+class Refund(Base, table=True):
+    """Money returned to the original payment method for an order."""
+
+    id: str = Field(primary_key=True)
+    order_id: str
+    customer_id: str
+    amount: float
+    reason: str = ""
+    approval_id: str | None = None
+    status: str = Field("issued", description="issued | settled")
+    created_at: str
+
+
+@entity(id_prefix="CN-", id_width=4, system="billing")
+class CreditNote(Base, table=True):
+    """A credit against an order's invoice (for example after a cancellation)."""
+
+    id: str = Field(primary_key=True)
+    order_id: str
+    customer_id: str
+    amount: float
+    reason: str = ""
+    created_at: str
+
+
+@entity(id_prefix="APR-", id_width=4, system="billing")
+class Approval(Base, table=True):
+    """A finance decision on a refund above the self-service limit."""
+
+    id: str = Field(primary_key=True)
+    kind: str = Field("refund", description="What was approved (refund).")
+    order_id: str
+    amount_limit: float = Field(description="The largest amount the approval covers.")
+    status: str = Field("pending", description="pending | approved | rejected")
+    requested_by: str = ""
+    decided_by: str | None = None
+    created_at: str
+
+
+@entity(id_prefix="LE-", id_width=6, plural="ledger_entries", system="billing")
+class LedgerEntry(Base, table=True):
+    """One movement of money owed to or by a customer."""
+
+    id: str = Field(primary_key=True)
+    customer_id: str
+    order_id: str | None = None
+    kind: str = Field(description="refund | credit_note | account_credit")
+    amount: float
+    reference: str = Field("", description="The refund, credit note or note behind the entry.")
+    created_at: str

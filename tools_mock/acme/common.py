@@ -1,0 +1,110 @@
+"""What every Acme system shares: the world's calendar, money, latency profiles and ids.
+
+The simulated clock (``ctx.now``) counts seconds from the start of an episode; the world itself
+sits at a fixed date, ``WORLD_START``, so that date rules (the refund window) are deterministic
+and seed data can be written relative to that day.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from datetime import date, datetime, timedelta
+from typing import Any, NamedTuple
+
+from faker import Faker
+
+from simforge.tools import LogNormal, ToolContext
+
+WORLD_START = "2026-01-15T09:00:00Z"
+_START = datetime.fromisoformat(WORLD_START.replace("Z", "+00:00"))
+
+FIXTURE_BLOCK = range(9000, 10000)
+"""Id numbers the seed never hands out (``C-9001``, ``O-9001``...): scenario tasks pin their own
+entities there, so a task's customer has no seeded orders or tickets at any world size."""
+
+
+def now_at(ctx: ToolContext) -> datetime:
+    """The simulated wall-clock moment of a call."""
+    return _START + timedelta(seconds=ctx.now)
+
+
+def today(ctx: ToolContext) -> date:
+    """The simulated calendar day of a call (UTC)."""
+    return now_at(ctx).date()
+
+
+def now_iso(ctx: ToolContext) -> str:
+    return now_at(ctx).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def world_day(offset_days: int) -> str:
+    """The ISO date ``offset_days`` from the world's first day (negative: in the past)."""
+    return (_START.date() + timedelta(days=offset_days)).isoformat()
+
+
+def parse_day(text: str) -> date:
+    return date.fromisoformat(text[:10])
+
+
+def money(value: float) -> float:
+    """Amounts are kept in currency units rounded to cents."""
+    return round(float(value) + 0.0, 2)
+
+
+def seq_ids(prefix: str, count: int, *, width: int = 4, start: int = 0) -> Iterator[str]:
+    """``count`` ids in the entity's own format, skipping :data:`FIXTURE_BLOCK`."""
+    n = start
+    made = 0
+    while made < count:
+        n += 1
+        if n in FIXTURE_BLOCK:
+            continue
+        made += 1
+        yield f"{prefix}{n:0{width}d}"
+
+
+class Profile(NamedTuple):
+    """How one backend system behaves under load: read and write latency, concurrency."""
+
+    read: LogNormal
+    write: LogNormal
+    capacity: int
+
+    def crud(self) -> dict[str, Any]:
+        return {"read_latency": self.read, "write_latency": self.write, "capacity": self.capacity}
+
+
+# Medians as a service owner would quote them; caps keep one draw from stalling an episode.
+CRM = Profile(
+    read=LogNormal(median=0.12, sigma=0.4, cap=2.0),
+    write=LogNormal(median=0.35, sigma=0.5, cap=4.0),
+    capacity=8,
+)
+ORDERS = Profile(
+    read=LogNormal(median=0.08, sigma=0.35, cap=1.5),
+    write=LogNormal(median=0.45, sigma=0.5, cap=5.0),
+    capacity=16,
+)
+BILLING = Profile(  # the payment gateway sits behind writes: slow and narrow
+    read=LogNormal(median=0.25, sigma=0.5, cap=4.0),
+    write=LogNormal(median=1.2, sigma=0.6, cap=9.0),
+    capacity=4,
+)
+SUPPORT = Profile(
+    read=LogNormal(median=0.15, sigma=0.4, cap=2.5),
+    write=LogNormal(median=0.3, sigma=0.45, cap=3.0),
+    capacity=6,
+)
+
+
+def table_rng(seed: int, table: str) -> random.Random:
+    """One stream per table, so a table's rows depend on the seed and never on how many rows
+    another table drew."""
+    return random.Random(f"acme:{table}:{seed}")
+
+
+def table_faker(seed: int, table: str) -> Faker:
+    fake = Faker("en_US")
+    fake.seed_instance(f"acme:{table}:{seed}")
+    return fake
