@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from simforge.faults.cli import register as register_faults
 from simforge.trace.cli import register as register_trace
 
 app = typer.Typer(
@@ -25,6 +26,7 @@ tools_app = typer.Typer(no_args_is_help=True, help="Tools of the registered pack
 app.add_typer(scenarios_app, name="scenarios")
 app.add_typer(tools_app, name="tools")
 register_trace(app)
+register_faults(app)
 
 console = Console()
 err_console = Console(stderr=True)
@@ -33,15 +35,16 @@ err_console = Console(stderr=True)
 @contextmanager
 def user_errors() -> Iterator[None]:
     """Turn errors about the user's input into one clear line and exit code 2, no traceback."""
+    from simforge.config import ConfigError, NotFound
     from simforge.env.action import ActionError
-    from simforge.scenario import PluginError, ScenarioError
+    from simforge.faults.background import BackgroundError
+    from simforge.scenario import PluginError
     from simforge.world.schema import SeedDataError
 
     try:
         yield
-    except (ScenarioError, PluginError, ActionError, SeedDataError, KeyError, ValueError) as exc:
-        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
-        err_console.print(f"[bold red]error:[/] {message}", highlight=False)
+    except (ConfigError, NotFound, PluginError, ActionError, SeedDataError, BackgroundError) as exc:
+        err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
         raise typer.Exit(2) from None
 
 
@@ -78,6 +81,7 @@ def run(
         None, "--seeds", "-n", help="Number of seeds (default: the scenario's)."
     ),
     task: str = typer.Option(None, "--task", "-t", help="Only this task."),
+    faults: str = typer.Option(None, "--faults", "-f", help="Fault profile (name or YAML path)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Run a scenario's tasks with a policy over seeds; print results."""
@@ -86,7 +90,7 @@ def run(
     from simforge.runs import run_episode
 
     with user_errors():
-        env = make(scenario)
+        env = make(scenario, faults=faults)
         chosen = seeds_for(env.scenario.seeds, seeds)
         tasks = [env.scenario.task(task).id] if task else [t.id for t in env.scenario.tasks]
         pol = get_policy(policy)
@@ -100,7 +104,9 @@ def run(
     if as_json:
         sys.stdout.write(json.dumps({"episodes": episodes}) + "\n")
         return
-    console.print(_results_table(episodes, title=f"{scenario} · {policy}"))
+    console.print(
+        _results_table(episodes, title=f"{scenario} · {policy} · faults: {faults or 'none'}")
+    )
 
 
 @app.command()
@@ -110,42 +116,31 @@ def demo(
         False, "--json", help="Print one JSON object instead of the table."
     ),
 ) -> None:
-    """The whole pipeline on the shipped examples: every scenario, scored, with baselines."""
-    from simforge.env.core import SimforgeEnv
-    from simforge.policies import get_policy
-    from simforge.runs import run_episode
-    from simforge.scenario import default_registry
+    """The whole pipeline on the shipped examples: every scenario, scored, with baselines,
+    without and with faults."""
+    from simforge.demo import demo_table, run_demo
 
-    with user_errors():
-        loaded = default_registry.all()
-        if not loaded:
-            raise ValueError("no scenarios found (is the scenarios/ folder present?)")
-        plan = [
-            (item, task.id, policy, seed)
-            for item in loaded
-            for task in item.scenario.tasks
-            for policy in ("oracle", "noop")
-            for seed in seeds_for(item.scenario.seeds, seeds)
-        ]
-        episodes = []
-        envs: dict[str, SimforgeEnv] = {}
-        with progress(console) as bar:
-            job = bar.add_task("simulating", total=len(plan))
-            for item, task_id, policy, seed in plan:
-                env = envs.setdefault(item.scenario.id, SimforgeEnv(item))
-                episodes.append(
-                    run_episode(env, get_policy(policy), seed=seed, task=task_id).to_dict()
-                )
-                bar.advance(job)
+    with user_errors(), progress(console) as bar:
+        job = bar.add_task("simulating", total=None)
+
+        def advance(n: int) -> None:
+            if n < 0:
+                bar.update(job, total=-n)
+            else:
+                bar.advance(job, n)
+
+        episodes = run_demo(list(range(seeds)), advance=advance)
     if as_json:
         sys.stdout.write(json.dumps({"episodes": episodes}) + "\n")
         return
-    console.print(_results_table(episodes, title="simforge demo: scenarios x baseline policies"))
+    wide = Console(width=max(console.width, 200)) if not console.is_terminal else console
+    wide.print(demo_table(episodes))
     oracle = [e for e in episodes if e["policy"] == "oracle"]
     solved = sum(1 for e in oracle if e["reward"] == 1.0)
     noop_total = sum((e["reward"] or 0) for e in episodes if e["policy"] == "noop")
-    console.print(
-        f"{len(episodes)} episodes over {len(loaded)} scenarios; "
+    scenarios = len({e["scenario"] for e in episodes})
+    wide.print(
+        f"{len(episodes)} episodes over {scenarios} scenarios; "
         f"the oracle solved {solved}/{len(oracle)}, the no-op scored {noop_total:.1f} in total."
     )
 
@@ -156,6 +151,7 @@ def _results_table(episodes: list[dict[str, Any]], *, title: str) -> Table:
         ("scenario", "left"),
         ("task", "left"),
         ("policy", "left"),
+        ("faults", "left"),
         ("seed", "right"),
         ("steps", "right"),
         ("sim time", "right"),
@@ -168,6 +164,7 @@ def _results_table(episodes: list[dict[str, Any]], *, title: str) -> Table:
             e["scenario"],
             e["task"],
             e["policy"],
+            _faults_cell(e),
             str(e["seed"]),
             str(e["steps"]),
             f"{e['sim_time']:.1f} s",
@@ -175,6 +172,11 @@ def _results_table(episodes: list[dict[str, Any]], *, title: str) -> Table:
             _outcome(e),
         )
     return table
+
+
+def _faults_cell(e: dict[str, Any]) -> str:
+    fired = len(e.get("faults_injected", []))
+    return e.get("faults", "none") + (f" ({fired} fired)" if fired else "")
 
 
 def _outcome(e: dict[str, Any]) -> str:

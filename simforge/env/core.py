@@ -12,6 +12,7 @@ from typing import Any
 
 from simforge.env.action import Action, parse_action
 from simforge.env.initial import task_base
+from simforge.faults.library import resolve_profile
 from simforge.scenario.model import Task
 from simforge.scenario.registry import LoadedScenario, default_registry
 from simforge.scoring import Score, ScoringContext, score
@@ -23,8 +24,12 @@ from simforge.world.store import World
 class SimforgeEnv:
     """One scenario's environment; ``reset`` picks a task (``options={"task": id}``)."""
 
-    def __init__(self, loaded: LoadedScenario, *, task: str | None = None) -> None:
+    def __init__(
+        self, loaded: LoadedScenario, *, task: str | None = None, faults: str | None = None
+    ) -> None:
         self.loaded = loaded
+        self._default_faults = faults
+        resolve_profile(faults, loaded.scenario.faults.custom)  # fail now, not at reset
         self.scenario = loaded.scenario
         self.pack = loaded.pack
         self._default_task = task
@@ -34,6 +39,7 @@ class SimforgeEnv:
         self.task: Task | None = None
         self.policy_name: str | None = None
         self._score: Score | None = None
+        self._trajectory: Episode | None = None
         self._user_turn = 0
 
     @property
@@ -44,17 +50,19 @@ class SimforgeEnv:
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         options = dict(options or {})
-        unknown = set(options) - {"task", "policy"}
+        unknown = set(options) - {"task", "policy", "faults"}
         if unknown:
-            raise ValueError(
-                f"reset options: unknown keys {sorted(unknown)}; allowed: ['policy', 'task']"
-            )
+            allowed = ["faults", "policy", "task"]
+            raise ValueError(f"reset options: unknown keys {sorted(unknown)}; allowed: {allowed}")
         if seed is None:
             seed = self._next_seed
         self._next_seed = seed + 1
         self.task = self.scenario.task(options.get("task", self._default_task))
         self.policy_name = options.get("policy")
         world = World(self.pack.schemas, task_base(self.loaded, self.task))
+        profile = resolve_profile(
+            options.get("faults", self._default_faults), self.scenario.faults.custom
+        )
         budgets = self.scenario.budgets
         self.session = Session(
             self.pack.catalog,
@@ -63,8 +71,11 @@ class SimforgeEnv:
             think_time=self.scenario.think_time,
             call_timeout=self.scenario.call_timeout,
             budgets=Budgets(budgets.max_steps, budgets.max_sim_seconds),
+            faults=profile,
+            background=self.scenario.background,
         )
         self._score = None
+        self._trajectory = None
         self._user_turn = 0
         self._episodes += 1
         obs = {
@@ -103,9 +114,12 @@ class SimforgeEnv:
         return obs, reward, session.terminated, session.truncated, info
 
     def trajectory(self) -> Episode:
+        """The episode so far (built once, when the episode has ended)."""
         session = self._require_session()
         assert self.task is not None
-        return session.recorder.trajectory(
+        if self._trajectory is not None:
+            return self._trajectory
+        trajectory = session.recorder.trajectory(
             session,
             episode_id=f"{self.scenario.id}#{self.task.id}@{session.seed}",
             scenario=self.scenario.id,
@@ -114,6 +128,9 @@ class SimforgeEnv:
             ),
             policy=self.policy_name,
         )
+        if session.done:
+            self._trajectory = trajectory
+        return trajectory
 
     def score(self) -> Score:
         """Verdicts and reward of the episode (final once the episode has ended)."""
@@ -152,9 +169,11 @@ class SimforgeEnv:
             "time": session.now,
             "step": session.steps,
             "truncation_reason": session.truncation_reason,
+            "faults": session.fault_profile,
         }
 
 
-def make(scenario_id: str, *, task: str | None = None) -> SimforgeEnv:
-    """The environment of a registered scenario (``domain/name-vN``) or a scenario YAML path."""
-    return SimforgeEnv(default_registry.get(scenario_id), task=task)
+def make(scenario_id: str, *, task: str | None = None, faults: str | None = None) -> SimforgeEnv:
+    """The environment of a registered scenario (``domain/name-vN``) or a scenario YAML path,
+    optionally under a fault profile (a built-in name, the scenario's own, or a YAML path)."""
+    return SimforgeEnv(default_registry.get(scenario_id), task=task, faults=faults)

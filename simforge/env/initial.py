@@ -15,18 +15,20 @@ from simforge.scenario.registry import LoadedScenario
 from simforge.world.schema import SeedDataError
 from simforge.world.store import Row
 
-_cache: dict[tuple[int, str], dict[str, dict[str, Row]]] = {}
+_cache: dict[int, tuple[LoadedScenario, dict[str, dict[str, dict[str, Row]]]]] = {}
 _lock = threading.Lock()
 
 
 def task_base(loaded: LoadedScenario, task: Task) -> dict[str, dict[str, Row]]:
-    key = (id(loaded), task.id)
     with _lock:
-        cached = _cache.get(key)
-        if cached is None:
-            cached = _build(loaded, task)
-            _cache[key] = cached
-        return cached
+        entry = _cache.get(id(loaded))
+        if entry is None or entry[0] is not loaded:
+            # the entry holds `loaded`, so its id() cannot be reused while it is cached
+            entry = _cache[id(loaded)] = (loaded, {})
+        bases = entry[1]
+        if task.id not in bases:
+            bases[task.id] = _build(loaded, task)
+        return bases[task.id]
 
 
 def _build(loaded: LoadedScenario, task: Task) -> dict[str, dict[str, Row]]:

@@ -1,1 +1,31 @@
-"""faults."""
+"""Faults: the perturbation kinds, rules and profiles, seeded fault plans, background load and
+drift."""
+
+from simforge.faults.kinds import KINDS, Fault, FaultKind
+from simforge.faults.library import (
+    FaultConfigError,
+    builtin_profiles,
+    describe_kinds,
+    resolve_profile,
+)
+from simforge.faults.plan import FaultPlan, keyed_uniform
+from simforge.faults.rules import NONE, BackgroundLoad, Drift, FaultProfile, FaultRule, Target, When
+
+__all__ = [
+    "KINDS",
+    "NONE",
+    "BackgroundLoad",
+    "Drift",
+    "Fault",
+    "FaultConfigError",
+    "FaultKind",
+    "FaultPlan",
+    "FaultProfile",
+    "FaultRule",
+    "Target",
+    "When",
+    "builtin_profiles",
+    "describe_kinds",
+    "keyed_uniform",
+    "resolve_profile",
+]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from simforge.config import NotFound
 from simforge.policies.base import Policy
 from simforge.policies.scripted import NOOP_ANSWER, NoopPolicy, OraclePolicy
 
@@ -17,7 +18,7 @@ def get_policy(name: str) -> Policy:
     try:
         factory = POLICIES[name]
     except KeyError:
-        raise KeyError(f"unknown policy {name!r}; available: {sorted(POLICIES)}") from None
+        raise NotFound(f"unknown policy {name!r}; available: {sorted(POLICIES)}") from None
     return factory()
 
 

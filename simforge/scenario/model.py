@@ -8,6 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from simforge.config import NotFound
+from simforge.faults.rules import BackgroundLoad, Drift, FaultProfile
 from simforge.tools.spec import Constant, LatencyModel
 
 SCENARIO_ID = r"^[a-z0-9][a-z0-9_\-]*/[a-z0-9][a-z0-9_\-]*-v[0-9]+$"
@@ -79,6 +81,14 @@ class BudgetConfig(_Strict):
     max_sim_seconds: float = Field(3600.0, gt=0)
 
 
+class ScenarioFaults(_Strict):
+    """``profiles``: the fault profiles under which a robust agent can still solve the tasks
+    (``none`` is always the paired baseline); ``custom``: profiles defined by this scenario."""
+
+    profiles: list[str] = Field(default_factory=lambda: ["none"])
+    custom: list[FaultProfile] = Field(default_factory=list)
+
+
 class Scenario(_Strict):
     id: str = Field(pattern=SCENARIO_ID)
     description: str = ""
@@ -90,6 +100,8 @@ class Scenario(_Strict):
     call_timeout: float | None = Field(30.0, gt=0)
     seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
     tags: list[str] = Field(default_factory=list)
+    faults: ScenarioFaults = Field(default_factory=ScenarioFaults)
+    background: list[BackgroundLoad | Drift] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _unique_tasks(self) -> Scenario:
@@ -110,6 +122,6 @@ class Scenario(_Strict):
         for task in self.tasks:
             if task.id == task_id:
                 return task
-        raise KeyError(
+        raise NotFound(
             f"scenario {self.id!r} has no task {task_id!r}; tasks: {[t.id for t in self.tasks]}"
         )

@@ -76,7 +76,10 @@ def find_pack_dir(ref: str, *, relative_to: Path | None = None) -> Path:
     candidates = []
     if relative_to is not None:
         candidates.append(relative_to / ref)
-    candidates.append(Path(ref))
+    as_path = Path(ref)
+    looks_like_path = as_path.is_absolute() or ref.startswith(".") or "/" in ref or "\\" in ref
+    if looks_like_path:
+        candidates.append(as_path)
     candidates.extend(d / ref for d in resource_dirs("tools_mock"))
     for candidate in candidates:
         if (candidate / "pack.py").is_file():

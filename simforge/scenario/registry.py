@@ -6,6 +6,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from simforge.config import NotFound
+from simforge.faults.library import resolve_profile
 from simforge.paths import resource_dirs
 from simforge.scenario.loader import ScenarioError, load_scenario
 from simforge.scenario.model import Scenario
@@ -59,7 +61,7 @@ class ScenarioRegistry:
                 else:
                     index = self._index()
                     if scenario_id not in index:
-                        raise KeyError(f"unknown scenario {scenario_id!r}; known: {sorted(index)}")
+                        raise NotFound(f"unknown scenario {scenario_id!r}; known: {sorted(index)}")
                     self._loaded[scenario_id] = self.load_path(index[scenario_id])
             return self._loaded[scenario_id]
 
@@ -94,6 +96,11 @@ def _check_references(scenario: Scenario, pack: Pack, path: Path) -> None:
                     problems.append(
                         f"task {task.id!r}: oracle step {i} calls unknown tool {call.tool!r}"
                     )
+    for name in scenario.faults.profiles:
+        try:
+            resolve_profile(name, scenario.faults.custom)
+        except KeyError as exc:
+            problems.append(f"faults.profiles: {exc.args[0]}")
     if problems:
         raise ScenarioError(path, problems)
 

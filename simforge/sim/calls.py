@@ -1,13 +1,17 @@
 """One tool call as a simpy process: capacity, then latency, then the handler.
 
-:class:`CallPipeline` is the hot path of training, so it allocates one :class:`CallOutcome` and
-one process per call and nothing else when no fault, capacity limit or timeout applies. The fault
-layer extends it by overriding the hooks ``plan`` and ``apply``; a fault is a wrapper around a
-handler, the way a transport wraps a transport in httpx.
+:class:`CallPipeline` is the hot path of training: with no fault plan, capacity limit or timeout
+it allocates one :class:`CallOutcome` and one process per call and nothing else. A fault plan
+(``session.plan``) is consulted once per call; what fired comes back as a
+:class:`~simforge.faults.effects.CallFaults` that the process applies at each stage: reject
+before running, change the latency, hang to the deadline or drop the connection, change how the
+handler's reads and writes land, rewrite the result. A fault wraps the handler, the way a
+transport wraps a transport in httpx.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +23,11 @@ from simforge.tools.tool import Tool
 from simforge.trace.episode import InjectedFault
 
 if TYPE_CHECKING:
+    from simforge.faults.effects import CallFaults
     from simforge.sim.session import Session
+
+REJECT_LATENCY = 0.005
+"""Seconds a gateway takes to refuse a call (rate limit, outage): much less than a real call."""
 
 
 class CallOutcome:
@@ -75,18 +83,36 @@ class CallPipeline:
     def __init__(self, session: Session) -> None:
         self.session = session
         self.counts: dict[str, int] = {}
+        self.background_counts: dict[str, int] = {}
         self._ids: set[str] = set()
 
     def start(self, tool_name: str, args: Any, call_id: str | None) -> CallOutcome:
         session = self.session
+        now = session.env.now
         index = self.counts.get(tool_name, 0)
         self.counts[tool_name] = index + 1
-        outcome = CallOutcome(tool_name, args, self._unique_id(call_id), index, session.env.now)
+        outcome = CallOutcome(tool_name, args, self._unique_id(call_id), index, now)
         tool = session.tools.get(tool_name)
         if tool is None:
-            outcome.fail(ToolNotFound(tool_name, list(session.tools)), session.env.now)
+            outcome.fail(ToolNotFound(tool_name, list(session.tools)), now)
             return outcome
-        outcome.process = session.env.process(self._run(tool, outcome))
+        faults = None
+        if session.plan is not None:
+            faults = session.plan.decide(tool.spec, outcome.call_id, index, args, now)
+            if faults is not None:
+                outcome.faults = faults.records
+        outcome.process = session.env.process(self._run(tool, outcome, faults))
+        return outcome
+
+    def start_background(self, tool: Tool, args: Any) -> CallOutcome:
+        """A call from another user: it competes for capacity and runs its handler, but is not
+        the agent's, so it is neither recorded nor counted in the agent's fault schedule."""
+        index = self.background_counts.get(tool.name, 0)
+        self.background_counts[tool.name] = index + 1
+        outcome = CallOutcome(
+            tool.name, args, f"bg-{tool.name}-{index}", index, self.session.env.now
+        )
+        outcome.process = self.session.env.process(self._run(tool, outcome, None))
         return outcome
 
     def _unique_id(self, call_id: str | None) -> str:
@@ -102,11 +128,19 @@ class CallPipeline:
 
     # -- the process ----------------------------------------------------------------------------
 
-    def _run(self, tool: Tool, out: CallOutcome) -> Generator[simpy.Event, Any, None]:
+    def _run(
+        self, tool: Tool, out: CallOutcome, fx: CallFaults | None
+    ) -> Generator[simpy.Event, Any, None]:
         session = self.session
         env = session.env
         spec = tool.spec
+        if fx is not None and fx.reject is not None:
+            yield env.timeout(REJECT_LATENCY)
+            self._answer(out, fx, fx.reject)
+            return
         timeout = session.call_timeout
+        if fx is not None and fx.hang is not None and timeout is None:
+            timeout = fx.hang.after
         deadline = None if timeout is None else out.started_at + timeout
         resource = session.resources.get(spec.name)
         request = None
@@ -116,34 +150,53 @@ class CallPipeline:
                 yield request | env.timeout(deadline - env.now)
                 if not request.triggered:
                     request.cancel()
-                    out.fail(_timeout_error(spec.name, timeout), env.now)
+                    self._answer(out, fx, _timeout_error(spec.name, timeout))
                     return
             else:
                 yield request
         try:
             latency = spec.latency.sample(session.streams("latency", spec.name))
             natural = self._natural_error(tool, out)
+            if fx is not None:
+                latency = fx.latency(latency)
+                if fx.hang is not None and deadline is not None:
+                    yield env.timeout(max(0.0, deadline - env.now))
+                    if fx.hang.effect == "applied" and natural is None:
+                        self._execute(tool, out, fx, record=False)
+                    self._answer(out, fx, _timeout_error(spec.name, timeout))
+                    return
+                if fx.reset is not None:
+                    yield env.timeout(latency)
+                    if fx.reset.effect == "applied" and natural is None:
+                        self._execute(tool, out, fx, record=False)
+                    self._answer(
+                        out, fx, ToolError(0, "connection_reset", "connection reset by peer")
+                    )
+                    return
             if deadline is not None and env.now + latency > deadline:
                 yield env.timeout(deadline - env.now)
-                out.fail(_timeout_error(spec.name, timeout), env.now)
+                self._answer(out, fx, _timeout_error(spec.name, timeout))
                 env.process(
                     self._finish_late(tool, out, out.started_at + latency, natural, request)
                 )
                 request = None
                 return
             yield env.timeout(latency)
-            self._complete(tool, out, natural)
+            if natural is not None:
+                self._answer(out, fx, natural)
+            else:
+                self._execute(tool, out, fx, record=True)
         finally:
             if request is not None and resource is not None:
                 resource.release(request)
 
+    def _answer(self, out: CallOutcome, fx: CallFaults | None, error: ToolError) -> None:
+        out.fail(error, self.session.env.now)
+        if fx is not None:
+            fx.observed(out.error)
+
     def _finish_late(
-        self,
-        tool: Tool,
-        out: CallOutcome,
-        at: float,
-        natural: ToolError | None,
-        request: Any,
+        self, tool: Tool, out: CallOutcome, at: float, natural: ToolError | None, request: Any
     ) -> Generator[simpy.Event, Any, None]:
         """The server keeps working after the client gave up: the effect lands, unseen."""
         env = self.session.env
@@ -151,7 +204,7 @@ class CallPipeline:
             if at > env.now:
                 yield env.timeout(at - env.now)
             if natural is None:
-                self._execute(tool, out, record=False)
+                self._execute(tool, out, None, record=False)
         finally:
             if request is not None:
                 self.session.resources[tool.name].release(request)
@@ -176,39 +229,67 @@ class CallPipeline:
         )
         return ToolError(model.status, "unavailable", model.message)
 
-    def _complete(self, tool: Tool, out: CallOutcome, natural: ToolError | None) -> None:
-        now = self.session.env.now
-        if natural is not None:
-            out.fail(natural, now)
-            return
-        self._execute(tool, out, record=True)
-
-    def _execute(self, tool: Tool, out: CallOutcome, *, record: bool) -> None:
+    def _execute(
+        self, tool: Tool, out: CallOutcome, fx: CallFaults | None, *, record: bool
+    ) -> None:
         session = self.session
+        world = session.world
         now = session.env.now
         ctx = ToolContext(
-            session.world,
+            world,
             now,
             session.streams("handler", tool.name),
             tool=tool.name,
             call_id=out.call_id,
             call_index=out.call_index,
         )
+        snapshot = None
+        if fx is not None:
+            if fx.read_lag is not None:
+                ctx.read_as_of = now - fx.read_lag
+            if fx.changes_writes:
+                snapshot = world.snapshot()
         try:
             result = tool.invoke(ctx, out.args)
+            if fx is not None and fx.duplicate:
+                # a duplicate delivery that fails on its own leaves the first one standing
+                with contextlib.suppress(ToolError):
+                    tool.invoke(ctx, out.args)
         except ToolError as exc:
+            if snapshot is not None:
+                world.restore(snapshot)
             if record:
-                out.fail(exc, now)
+                self._answer(out, fx, exc)
             return
         except Exception as exc:  # an uninjected infrastructure failure, never the agent's
             session.mark_invalid(f"{tool.name}: handler raised {type(exc).__name__}: {exc}")
             if record:
-                out.fail(ToolError(500, "internal_error", "internal server error"), now)
+                self._answer(out, fx, ToolError(500, "internal_error", "internal server error"))
             return
+        if snapshot is not None and fx is not None:
+            self._divert_writes(snapshot, fx)
         if record:
-            out.result = result
+            out.result = fx.transform(result) if fx is not None else result
             out.ended_at = now
+            if fx is not None:
+                fx.observed(None)
+
+    def _divert_writes(self, snapshot: Any, fx: CallFaults) -> None:
+        """A silent no-op rolls the writes back; write lag rolls them back and lands them later."""
+        world = self.session.world
+        written = list(world.log[snapshot.log_length :])
+        world.restore(snapshot)
+        if fx.noop or not written or fx.write_lag is None:
+            return
+        env = self.session.env
+
+        def land(delay: float) -> Generator[simpy.Event, Any, None]:
+            yield env.timeout(delay)
+            for version in written:
+                world.put(version.entity, version.id, version.row, now=env.now)
+
+        env.process(land(fx.write_lag))
 
 
 def _timeout_error(tool: str, timeout: float | None) -> ToolError:
-    return ToolError(504, "timeout", f"{tool} did not answer within {timeout:g} s")
+    return ToolError(504, "timeout", f"{tool} did not answer within {timeout or 0:g} s")

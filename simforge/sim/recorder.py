@@ -99,6 +99,7 @@ class Recorder:
                 truncated=session.truncated,
                 truncation_reason=session.truncation_reason,
                 final_answer=session.final_answer,
+                fault_profile=session.fault_profile,
                 faults=faults,
                 world_diff=[entity_change(c) for c in session.world.diff()],
                 invalid_reason=session.invalid_reason,

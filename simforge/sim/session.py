@@ -17,6 +17,9 @@ from typing import Any, NamedTuple
 
 import simpy
 
+from simforge.faults.background import start_background
+from simforge.faults.plan import FaultPlan
+from simforge.faults.rules import BackgroundLoad, Drift, FaultProfile
 from simforge.sim.calls import CallOutcome, CallPipeline
 from simforge.sim.recorder import Recorder
 from simforge.sim.rng import Streams
@@ -52,6 +55,8 @@ class Session:
         budgets: Budgets = Budgets(),
         env: simpy.Environment | None = None,
         pipeline_factory: Callable[[Session], CallPipeline] = CallPipeline,
+        faults: FaultProfile | None = None,
+        background: Sequence[BackgroundLoad | Drift] = (),
     ) -> None:
         self.tools = tools
         self.world = world
@@ -74,6 +79,10 @@ class Session:
         self.final_answer: str | None = None
         self.invalid_reason: str | None = None
         self.pipeline = pipeline_factory(self)
+        self.fault_profile = faults.name if faults is not None else "none"
+        self.plan = FaultPlan(faults, seed) if faults is not None and faults.rules else None
+        for spec in [*background, *(faults.background if faults is not None else ())]:
+            start_background(self, spec)
         if budgets.max_sim_seconds is not None:
             # One event for the whole episode: a run that reaches it stops there. (A timeout per
             # step would stay in simpy's heap for the rest of the episode.)

@@ -63,6 +63,10 @@ def crud_tools(
     return out
 
 
+def _words(name: str) -> str:
+    return name.replace("_", " ")
+
+
 def _annotation(schema: EntitySchema, field: str) -> Any:
     return schema.model.model_fields[field].annotation
 
@@ -133,7 +137,7 @@ def _list(schema: EntitySchema) -> tuple[Any, ...]:
 
     return (
         f"list_{schema.plural}",
-        f"List {schema.plural} matching exact-value filters, a page at a time.",
+        f"List {_words(schema.plural)} matching exact-value filters, a page at a time.",
         "read",
         model,
         handler,
@@ -163,7 +167,7 @@ def _search(schema: EntitySchema) -> tuple[Any, ...]:
 
     return (
         f"search_{schema.plural}",
-        f"Search {schema.plural} by text in {', '.join(searchable)} (case-insensitive).",
+        f"Search {_words(schema.plural)} by text in {', '.join(searchable)} (case-insensitive).",
         "read",
         model,
         handler,

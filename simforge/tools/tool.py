@@ -128,7 +128,7 @@ def tool_from_function(
             f"tool {tool_name!r}: a docstring is required (it is the description)"
         )
     try:
-        hints = get_type_hints(fn)
+        hints = get_type_hints(fn, include_extras=True)
     except Exception as exc:
         raise ToolDefinitionError(f"tool {tool_name!r}: cannot resolve annotations: {exc}") from exc
     params = list(inspect.signature(fn).parameters.values())

@@ -11,8 +11,8 @@ Layout, chosen for the hot path of a simulated tool call and for O(changes) rese
 A snapshot is the overlay and the log length; restore puts them back. Reset therefore costs the
 number of rows the episode changed, never a rebuild and never a copy of the 10,000 seeded rows.
 An in-memory SQLite database serialised and deserialised would cost milliseconds per reset and an
-SQL round trip per read; :meth:`World.to_sqlite` still writes the state out through SQLModel for
-anyone who wants to inspect it with SQL.
+SQL round trip per read; :func:`simforge.world.export.to_sqlite` still writes the state out through
+SQLModel, for anyone who wants to inspect a world with SQL.
 """
 
 from __future__ import annotations
@@ -147,11 +147,18 @@ class World:
         self._write(entity, id, None, now)
         return row
 
+    def put(self, entity: str, id: str, row: Row | None, *, now: float) -> None:
+        """Write a whole row (``None``: delete) as it is: how a delayed write lands later."""
+        self._overlay_of(entity)
+        self._write(entity, id, row, now)
+
     def next_id(self, entity: str) -> str:
-        """A deterministic new id: the schema's prefix and a per-session counter. An id that
-        ever existed (even if deleted since) is never handed out again."""
+        """A deterministic new id: the schema's prefix and a per-session counter that starts
+        above the highest seeded number. An id that ever existed is never handed out again."""
         schema = self.schemas[entity]
-        n = self._counters.get(entity, 0)
+        n = self._counters.get(entity)
+        if n is None:
+            n = _id_floor(self._base.get(entity, {}), schema.id_prefix) - schema.id_start
         while True:
             n += 1
             candidate = f"{schema.id_prefix}{schema.id_start + n:0{schema.id_width}d}"
@@ -244,6 +251,23 @@ class World:
             name: {str(row[schema.primary_key]): row for row in self.rows(name)}
             for name, schema in self.schemas.items()
         }
+
+
+_floors: dict[int, tuple[Mapping[str, Row], str, int]] = {}
+
+
+def _id_floor(table: Mapping[str, Row], prefix: str) -> int:
+    """The highest number among ``prefix<digits>`` ids of a seeded table, computed once per
+    table (the entry keeps the table alive, so its ``id()`` cannot be reused)."""
+    cached = _floors.get(id(table))
+    if cached is not None and cached[0] is table and cached[1] == prefix:
+        return cached[2]
+    highest = 0
+    for key in table:
+        if key.startswith(prefix) and key[len(prefix) :].isdigit():
+            highest = max(highest, int(key[len(prefix) :]))
+    _floors[id(table)] = (table, prefix, highest)
+    return highest
 
 
 @dataclass(frozen=True, slots=True)

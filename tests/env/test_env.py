@@ -34,6 +34,7 @@ def test_reset_observation_carries_task_and_openai_tool_catalog(mini_env):
         "time": 0.0,
         "step": 0,
         "truncation_reason": None,
+        "faults": "none",
     }
 
 
