@@ -13,7 +13,11 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from simforge.audit.cli import register as register_audit
 from simforge.faults.cli import register as register_faults
+from simforge.runs.cli import register as register_runs
+from simforge.serve.cli import register as register_serve
+from simforge.synth.cli import register as register_synth
 from simforge.trace.cli import register as register_trace
 
 app = typer.Typer(
@@ -27,6 +31,10 @@ app.add_typer(scenarios_app, name="scenarios")
 app.add_typer(tools_app, name="tools")
 register_trace(app)
 register_faults(app)
+register_synth(app)
+register_serve(app)
+register_runs(app)
+register_audit(app)
 
 console = Console()
 err_console = Console(stderr=True)

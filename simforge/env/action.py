@@ -13,6 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from simforge.sim.session import CallRequest
+
 
 class ActionError(ValueError):
     """An action the environment cannot interpret; names the part that is wrong."""
@@ -47,9 +49,6 @@ class Action(BaseModel):
 def parse_action(raw: Any) -> Action:
     if isinstance(raw, Action):
         return raw
-    fast = _fast_path(raw)
-    if fast is not None:
-        return fast
     if isinstance(raw, str):
         return Action(final_answer=raw)
     if isinstance(raw, list):
@@ -77,9 +76,10 @@ def parse_action(raw: Any) -> Action:
         raise ActionError(f"action.{where}: {first['msg']}") from None
 
 
-def _fast_path(raw: Any) -> Action | None:
-    """The common shape, checked by hand: ``{"tool_calls": [{"name": str, "arguments": dict}]}``.
-    Anything else takes the validating path below, so both accept exactly the same actions."""
+def fast_calls(raw: Any) -> list[CallRequest] | None:
+    """The common shape checked by hand, straight to kernel requests:
+    ``{"tool_calls": [{"name": str, "arguments": dict, "id"?: str}]}``. ``None`` for anything
+    else, which takes the validating path of :func:`parse_action` (both accept the same calls)."""
     if type(raw) is not dict or raw.keys() != {"tool_calls"}:
         return None
     calls = raw["tool_calls"]
@@ -92,8 +92,8 @@ def _fast_path(raw: Any) -> Action | None:
         name, args, id = call.get("name"), call.get("arguments", {}), call.get("id")
         if type(name) is not str or type(args) is not dict or not (id is None or type(id) is str):
             return None
-        out.append(ActionCall.model_construct(name=name, arguments=args, id=id))
-    return Action.model_construct(tool_calls=out, message=None, final_answer=None, think=None)
+        out.append(CallRequest(name, args, id))
+    return out
 
 
 def _call(raw: Any, index: int) -> dict[str, Any]:

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from simforge.env.action import Action, parse_action
+from simforge.env.action import fast_calls, parse_action
 from simforge.env.initial import task_base
 from simforge.faults.library import resolve_profile
 from simforge.scenario.model import Task
 from simforge.scenario.registry import LoadedScenario, default_registry
-from simforge.scoring import Score, ScoringContext, score
+from simforge.scoring import Rubric, Score, ScoringContext, default_validators, score
 from simforge.sim.session import Budgets, CallRequest, Session
 from simforge.trace.episode import Episode, TaskSpec
 from simforge.world.store import World
@@ -90,10 +90,12 @@ class SimforgeEnv:
 
     def step(self, action: Any) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
         session = self._require_session()
-        act: Action = parse_action(action)
         results: list[dict[str, Any]] = []
         user: str | None = None
-        if act.final_answer is not None:
+        fast = fast_calls(action)
+        if fast is not None:
+            results = [o.observation() for o in session.step(fast)]
+        elif (act := parse_action(action)).final_answer is not None:
             session.finish(act.final_answer, think=act.think)
         else:
             if act.message is not None and not act.tool_calls:
@@ -138,7 +140,12 @@ class SimforgeEnv:
         if self._score is not None:
             return self._score
         assert self.task is not None
-        result = score(ScoringContext(self.trajectory(), session.world, self.task))
+        ctx = ScoringContext(self.trajectory(), session.world, self.task)
+        extra = [
+            (v.name, dict(v.params)) for v in [*self.scenario.validators, *self.task.validators]
+        ]
+        rubric = Rubric(**self.scenario.rubric.model_dump())
+        result = score(ctx, rubric, [*default_validators(ctx), *extra])
         if session.done:
             self._score = result
         return result

@@ -8,7 +8,7 @@ from simforge.faults.library import (
     describe_kinds,
     resolve_profile,
 )
-from simforge.faults.plan import FaultPlan, keyed_uniform
+from simforge.faults.plan import FaultPlan
 from simforge.faults.rules import NONE, BackgroundLoad, Drift, FaultProfile, FaultRule, Target, When
 
 __all__ = [
@@ -26,6 +26,5 @@ __all__ = [
     "When",
     "builtin_profiles",
     "describe_kinds",
-    "keyed_uniform",
     "resolve_profile",
 ]

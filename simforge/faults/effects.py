@@ -29,6 +29,8 @@ class CallFaults:
     largest; result rewrites apply in rule order."""
 
     __slots__ = (
+        "_rng",
+        "_rng_key",
         "duplicate",
         "hang",
         "latencies",
@@ -38,12 +40,12 @@ class CallFaults:
         "reject",
         "reset",
         "results",
-        "rng",
         "write_lag",
     )
 
-    def __init__(self, rng: random.Random) -> None:
-        self.rng = rng
+    def __init__(self, rng_key: str) -> None:
+        self._rng_key = rng_key
+        self._rng: random.Random | None = None
         self.records: list[InjectedFault] = []
         self.reject: ToolError | None = None
         self.latencies: list[Latency] = []
@@ -89,6 +91,12 @@ class CallFaults:
     def _reject(self, error: ToolError) -> None:
         if self.reject is None:
             self.reject = error
+
+    def rng(self) -> random.Random:
+        """The stream for this call's fault parameters, seeded only if a fault needs one."""
+        if self._rng is None:
+            self._rng = random.Random(self._rng_key)
+        return self._rng
 
     def latency(self, base: float) -> float:
         for fault in self.latencies:

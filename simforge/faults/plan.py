@@ -1,31 +1,25 @@
 """The FaultPlan: for each call, which rules fire, decided from keyed draws.
 
-Each decision is a uniform number derived from ``(session seed, rule id, tool, call index on
-that tool)`` by hashing, so the schedule of one tool does not shift when the agent calls
-another tool more or less often, and the same seed with the plan switched off is the paired
-baseline. Hashing (BLAKE2b) costs about a microsecond, where seeding a ``random.Random`` per
-decision would cost ten; a ``random.Random`` is only created for the parameters of a fault that
-actually fires.
+Each (rule, tool) pair has its own stream, seeded from ``(session seed, rule id, tool)``; the
+decision for the k-th call to that tool is the k-th number of that stream. Every call to a tool
+draws from each of its rules' streams, in call order, whether or not the rule's window or
+argument predicate applies, so the number belongs to ``(seed, rule, tool, call index)`` alone:
+the schedule of one tool does not shift when the agent calls another tool more or less often,
+and the same seed with the plan switched off is the paired baseline. A draw costs about 50 ns
+(a hash per decision would cost a microsecond); a ``random.Random`` for a fault's own parameters
+is only created when it fires.
 """
 
 from __future__ import annotations
 
-import hashlib
 import random
 from typing import Any
 
 from simforge.faults.effects import CallFaults
 from simforge.faults.kinds import Flapping, RateLimit
-from simforge.faults.rules import FaultProfile, FaultRule
+from simforge.faults.rules import FaultProfile, FaultRule, When
 from simforge.tools.spec import ToolSpec
 from simforge.trace.episode import InjectedFault
-
-_SCALE = float(2**64)
-
-
-def keyed_uniform(seed: int, *key: object) -> float:
-    digest = hashlib.blake2b("\x1f".join(map(str, (seed, *key))).encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "little") / _SCALE
 
 
 class _Bucket:
@@ -47,38 +41,62 @@ class _Bucket:
         return (1.0 - self.tokens) / self.rate
 
 
+_ALWAYS_OPEN = When()
+
+
+class _Compiled:
+    """A rule bound to one tool: its stream, and which checks it needs at all."""
+
+    __slots__ = ("args", "draw", "params", "probability", "rule", "when")
+
+    def __init__(self, rule: FaultRule, seed: int, tool: str) -> None:
+        self.rule = rule
+        self.probability = rule.probability
+        stream = random.Random(f"{seed}\x1frule\x1f{rule.id}\x1f{tool}")
+        self.draw = stream.random if rule.probability < 1.0 else None
+        self.when = None if rule.when == _ALWAYS_OPEN else rule.when
+        self.args = rule.target if rule.target.args else None
+        self.params = rule.fault.model_dump(exclude={"kind"})
+
+
 class FaultPlan:
-    """A profile bound to one session: matching cache, token buckets, keyed draws."""
+    """A profile bound to one session: compiled rules per tool, token buckets, keyed draws."""
 
     def __init__(self, profile: FaultProfile, seed: int) -> None:
         self.profile = profile
         self.seed = seed
         self.rules = [r for r in profile.rules if r.probability > 0]
-        self._by_tool: dict[str, list[FaultRule]] = {}
+        self._by_tool: dict[str, list[_Compiled]] = {}
         self._buckets: dict[tuple[str, str], _Bucket] = {}
 
     def rules_for(self, spec: ToolSpec) -> list[FaultRule]:
-        rules = self._by_tool.get(spec.name)
-        if rules is None:
-            rules = [r for r in self.rules if r.applies_to(spec)]
-            self._by_tool[spec.name] = rules
-        return rules
+        return [c.rule for c in self._compiled(spec)]
+
+    def _compiled(self, spec: ToolSpec) -> list[_Compiled]:
+        compiled = self._by_tool.get(spec.name)
+        if compiled is None:
+            compiled = [
+                _Compiled(r, self.seed, spec.name) for r in self.rules if r.applies_to(spec)
+            ]
+            self._by_tool[spec.name] = compiled
+        return compiled
 
     def decide(
         self, spec: ToolSpec, call_id: str, call_index: int, args: Any, now: float
     ) -> CallFaults | None:
-        rules = self.rules_for(spec)
-        if not rules:
-            return None
+        compiled = self._by_tool.get(spec.name)
+        if compiled is None:
+            compiled = self._compiled(spec)
         faults: CallFaults | None = None
-        for rule in rules:
-            if not rule.when.open(now, call_index) or not rule.target.matches_args(args):
+        for c in compiled:
+            # Draw first, always: the k-th number of the stream belongs to the k-th call.
+            if c.draw is not None and c.draw() >= c.probability:
                 continue
-            if (
-                rule.probability < 1.0
-                and keyed_uniform(self.seed, rule.id, spec.name, call_index) >= rule.probability
-            ):
+            if c.when is not None and not c.when.open(now, call_index):
                 continue
+            if c.args is not None and not c.args.matches_args(args):
+                continue
+            rule = c.rule
             fault = rule.fault
             params: dict[str, Any] = {}
             if isinstance(fault, RateLimit):
@@ -89,17 +107,17 @@ class FaultPlan:
             elif isinstance(fault, Flapping) and not fault.is_down(now):
                 continue
             if faults is None:
-                faults = CallFaults(
-                    random.Random(f"{self.seed}\x1ffault\x1f{spec.name}\x1f{call_index}")
-                )
-            record = InjectedFault(
+                faults = CallFaults(f"{self.seed}\x1ffault\x1f{spec.name}\x1f{call_index}")
+            # built from validated parts, so construct without re-validating (hot path)
+            record = InjectedFault.model_construct(
                 kind=fault.kind,
                 tool=spec.name,
                 call_id=call_id,
                 call_index=call_index,
                 sim_time=now,
                 rule=rule.id,
-                params={**fault.model_dump(exclude={"kind"}), **params},
+                params={**c.params, **params} if params else dict(c.params),
+                observed=None,
             )
             faults.add(fault, record, params)
         return faults

@@ -4,7 +4,7 @@ is given is already the agent's private copy, never a row of the world."""
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ def _with_list(result: Any, key: str | None, items: list[Any]) -> Any:
     return {**result, key: items}
 
 
-def partial(result: Any, fault: PartialResult, rng: random.Random) -> Any:
+def partial(result: Any, fault: PartialResult, rng: Callable[[], random.Random]) -> Any:
     mode = fault.mode
     if mode in ("truncate_list", "missing_page"):
         items, key = _list_in(result)
@@ -39,19 +39,19 @@ def partial(result: Any, fault: PartialResult, rng: random.Random) -> Any:
         if mode == "truncate_list":
             return _with_list(result, key, items[:keep])
         drop = len(items) - keep
-        start = rng.randrange(0, keep + 1)
+        start = rng().randrange(0, keep + 1)
         return _with_list(result, key, items[:start] + items[start + drop :])
     if mode in ("missing_fields", "null_fields"):
         return _fields(result, fault, rng)
     return _cut_text(result, fault.fraction)
 
 
-def _fields(result: Any, fault: PartialResult, rng: random.Random) -> Any:
+def _fields(result: Any, fault: PartialResult, rng: Callable[[], random.Random]) -> Any:
     def rewrite(row: dict[str, Any]) -> dict[str, Any]:
         names = fault.fields or [k for k in row if k not in ("id",) and not k.endswith("_id")]
         if not fault.fields and names:
             count = max(1, int(len(names) * fault.fraction))
-            names = rng.sample(names, count)
+            names = rng().sample(names, count)
         if fault.mode == "missing_fields":
             return {k: v for k, v in row.items() if k not in names}
         return {k: (None if k in names else v) for k, v in row.items()}

@@ -4,7 +4,7 @@ a setting silently ignored."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -61,6 +61,24 @@ class Expected(_Strict):
     allow_changes: dict[str, list[str]] = Field(default_factory=dict)
 
 
+class ValidatorConfig(_Strict):
+    """A validator to run on top of the defaults (state_matches, required_outputs,
+    no_collateral_damage), with its settings. Settings are ground truth: only the scorer sees
+    them."""
+
+    name: str
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class RubricConfig(_Strict):
+    """How verdicts become a reward (see ``simforge.scoring.rubric``)."""
+
+    correctness: Literal["product", "weighted_mean"] = "product"
+    weights: dict[str, float] = Field(default_factory=dict)
+    gate_value: float = Field(0.0, ge=0.0, le=1.0)
+    shaping: float = Field(0.1, ge=0.0, le=1.0)
+
+
 class Task(_Strict):
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9_\-]*$")
     instruction: str = Field(min_length=1)
@@ -68,6 +86,7 @@ class Task(_Strict):
     initial_state: EntityRows = Field(default_factory=dict)
     expected: Expected = Field(default_factory=Expected)
     oracle: list[OracleStep] = Field(default_factory=list)
+    validators: list[ValidatorConfig] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -102,6 +121,8 @@ class Scenario(_Strict):
     tags: list[str] = Field(default_factory=list)
     faults: ScenarioFaults = Field(default_factory=ScenarioFaults)
     background: list[BackgroundLoad | Drift] = Field(default_factory=list)
+    validators: list[ValidatorConfig] = Field(default_factory=list)
+    rubric: RubricConfig = Field(default_factory=RubricConfig)
 
     @model_validator(mode="after")
     def _unique_tasks(self) -> Scenario:

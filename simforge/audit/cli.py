@@ -1,0 +1,9 @@
+"""CLI commands of the audit layer."""
+
+from __future__ import annotations
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    """Attach this layer's commands to the main CLI app."""
