@@ -1,9 +1,10 @@
 """The demo: the whole pipeline on the shipped examples, in one place.
 
-Every registered scenario x task, each with the oracle and the no-op, under no faults and under
-a fault profile the scenario declares solvable, paired by seed, scored. Later stages of the
-pipeline (ingestion, synthesis) join here so that the demo stays the one place where all of it
-is shown.
+Every registered scenario x task, each with the (retrying) oracle, the no-op and the cheater,
+under no faults and under a fault profile the scenario declares solvable, paired by seed,
+scored (the table shows each reward and the names of the validators that failed). Later stages
+of the pipeline (ingestion, synthesis) join here so that the demo stays the one place where all
+of it is shown.
 """
 
 from __future__ import annotations
@@ -19,7 +20,10 @@ from simforge.policies import get_policy
 from simforge.runs import run_episode
 from simforge.scenario import ScenarioRegistry, default_registry
 
-POLICIES = ("oracle", "noop")
+POLICIES = ("oracle-retrying", "noop", "cheater")
+"""The oracle plays the reference solution as a careful client would (retrying transient
+errors), so that its faulty column shows whether the task is solvable under the profile."""
+"""The reference solution, the floor, and the reward hacker (which must earn 0 everywhere)."""
 
 
 def demo_profiles(declared: list[str]) -> list[str]:

@@ -140,7 +140,13 @@ class SimforgeEnv:
         if self._score is not None:
             return self._score
         assert self.task is not None
-        ctx = ScoringContext(self.trajectory(), session.world, self.task)
+        ctx = ScoringContext(
+            self.trajectory(),
+            session.world,
+            self.task,
+            tools=self.pack.catalog,
+            budgets=self.scenario.budgets.model_dump(),
+        )
         extra = [
             (v.name, dict(v.params)) for v in [*self.scenario.validators, *self.task.validators]
         ]

@@ -53,6 +53,8 @@ _OPS = {
     "lt": lambda a, b: a is not None and a < b,
     "le": lambda a, b: a is not None and a <= b,
     "in": lambda a, b: a in b,
+    "not_in": lambda a, b: a not in b,
+    "exists": lambda a, b: (a is not None) == bool(b),
     "contains": lambda a, b: isinstance(a, str) and str(b) in a,
 }
 

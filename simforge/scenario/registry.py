@@ -67,6 +67,9 @@ class ScenarioRegistry:
 
     @staticmethod
     def load_path(path: Path) -> LoadedScenario:
+        from simforge.scoring.plugins import load_validator_plugins
+
+        load_validator_plugins()  # eagerly: a broken plugin fails here, naming its file
         scenario = load_scenario(path)
         pack = load_pack(scenario.pack, relative_to=path.parent)
         _check_references(scenario, pack, path)
@@ -96,6 +99,7 @@ def _check_references(scenario: Scenario, pack: Pack, path: Path) -> None:
                     problems.append(
                         f"task {task.id!r}: oracle step {i} calls unknown tool {call.tool!r}"
                     )
+    problems.extend(_check_validators(scenario))
     for name in scenario.faults.profiles:
         try:
             resolve_profile(name, scenario.faults.custom)
@@ -103,6 +107,28 @@ def _check_references(scenario: Scenario, pack: Pack, path: Path) -> None:
             problems.append(f"faults.profiles: {exc.args[0]}")
     if problems:
         raise ScenarioError(path, problems)
+
+
+def _check_validators(scenario: Scenario) -> list[str]:
+    """Every validator a scenario or task names is registered and its params fit it."""
+    from simforge.scoring import VALIDATORS
+
+    configs = [("validators", v) for v in scenario.validators] + [
+        (f"task {task.id!r}: validators", v) for task in scenario.tasks for v in task.validators
+    ]
+    problems = []
+    for where, config in configs:
+        definition = VALIDATORS.get(config.name)
+        if definition is None:
+            problems.append(
+                f"{where}: unknown validator {config.name!r}; known: {sorted(VALIDATORS)}"
+            )
+            continue
+        problems.extend(
+            f"{where}: validator {config.name!r}: {problem}"
+            for problem in definition.check(dict(config.params))
+        )
+    return problems
 
 
 default_registry = ScenarioRegistry()

@@ -1,15 +1,34 @@
-"""The validator registry: built-ins and plugins register with ``@validator``."""
+"""The validator registry: built-ins and plugins register with ``@validator``.
+
+A validator is ``fn(ctx, **params) -> Verdict``. Its params are checked when a scenario is
+loaded, not when the first episode ends: with the pydantic model given to ``@validator(...,
+params=Model)`` when there is one (the function then receives the model's fields, typed), else
+against the function's signature (unknown or missing names). Domain plugins also register
+named predicates: ``@invariant(name)`` (``fn(ctx) -> violations``, used by the ``invariants``
+validator) and ``@policy_check(name)`` (``fn(ctx, call) -> violations``, used by
+``policy_rules``), so a scenario can name a domain rule that is too rich for YAML.
+"""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import BaseModel, ValidationError
+
 from simforge.scoring.context import ScoringContext
 from simforge.scoring.verdict import Category, Verdict
+from simforge.trace.episode import ToolCall
 
 ValidatorFn = Callable[..., Verdict]
+InvariantFn = Callable[[ScoringContext], list[dict[str, Any]]]
+PolicyFn = Callable[[ScoringContext, ToolCall], list[dict[str, Any]]]
+
+
+class ValidatorParamsError(ValueError):
+    """Settings of a validator that do not fit it; the message names the setting."""
 
 
 @dataclass(frozen=True)
@@ -18,24 +37,104 @@ class ValidatorDef:
     category: Category
     fn: ValidatorFn
     description: str
+    params: type[BaseModel] | None = None
+
+    def parse(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The keyword arguments for ``fn``: validated by the params model, or the signature."""
+        if self.params is not None:
+            try:
+                model = self.params.model_validate(params)
+            except ValidationError as exc:
+                raise ValidatorParamsError(_first_error(exc)) from None
+            return {name: getattr(model, name) for name in type(model).model_fields}
+        problems = _signature_problems(self.fn, params)
+        if problems:
+            raise ValidatorParamsError("; ".join(problems))
+        return dict(params)
+
+    def check(self, params: dict[str, Any]) -> list[str]:
+        """Problems with ``params`` (empty when they fit); used at scenario load."""
+        try:
+            self.parse(params)
+        except ValidatorParamsError as exc:
+            return [str(exc)]
+        return []
 
     def __call__(self, ctx: ScoringContext, **params: Any) -> Verdict:
-        return self.fn(ctx, **params)
+        return self.fn(ctx, **self.parse(params))
 
 
 VALIDATORS: dict[str, ValidatorDef] = {}
+INVARIANTS: dict[str, InvariantFn] = {}
+POLICY_CHECKS: dict[str, PolicyFn] = {}
 
 
-def validator(name: str, category: Category) -> Callable[[ValidatorFn], ValidatorFn]:
-    """Register ``fn(ctx, **params) -> Verdict`` under ``name``; a second use of a name fails."""
+def validator(
+    name: str, category: Category, *, params: type[BaseModel] | None = None
+) -> Callable[[ValidatorFn], ValidatorFn]:
+    """Register ``fn(ctx, **params) -> Verdict`` under ``name``; a second use of a name fails
+    (two plugins silently replacing each other would change rewards without a trace)."""
 
     def register(fn: ValidatorFn) -> ValidatorFn:
-        existing = VALIDATORS.get(name)
-        if existing is not None and existing.fn is not fn:
-            raise ValueError(
-                f"validator {name!r} is already registered by {existing.fn.__module__}"
-            )
-        VALIDATORS[name] = ValidatorDef(name, category, fn, (fn.__doc__ or "").strip())
+        _claim(VALIDATORS, name, fn, "validator")
+        VALIDATORS[name] = ValidatorDef(name, category, fn, (fn.__doc__ or "").strip(), params)
         return fn
 
     return register
+
+
+def invariant(name: str) -> Callable[[InvariantFn], InvariantFn]:
+    """Register a world predicate ``fn(ctx) -> [violation, ...]`` for ``invariants``."""
+
+    def register(fn: InvariantFn) -> InvariantFn:
+        _claim(INVARIANTS, name, fn, "invariant")
+        INVARIANTS[name] = fn
+        return fn
+
+    return register
+
+
+def policy_check(name: str) -> Callable[[PolicyFn], PolicyFn]:
+    """Register a per-call rule ``fn(ctx, call) -> [violation, ...]`` for ``policy_rules``."""
+
+    def register(fn: PolicyFn) -> PolicyFn:
+        _claim(POLICY_CHECKS, name, fn, "policy check")
+        POLICY_CHECKS[name] = fn
+        return fn
+
+    return register
+
+
+def _claim(table: dict[str, Any], name: str, fn: Callable[..., Any], what: str) -> None:
+    existing = table.get(name)
+    if existing is None:
+        return
+    current = existing.fn if isinstance(existing, ValidatorDef) else existing
+    if current is not fn and _qualname(current) != _qualname(fn):
+        raise ValueError(f"{what} {name!r} is already registered by {current.__module__}")
+
+
+def _qualname(fn: Callable[..., Any]) -> str:
+    return f"{fn.__module__}.{fn.__qualname__}"
+
+
+def _signature_problems(fn: ValidatorFn, params: dict[str, Any]) -> list[str]:
+    parameters = list(inspect.signature(fn).parameters.values())[1:]
+    if any(p.kind is p.VAR_KEYWORD for p in parameters):
+        return []
+    names = {p.name for p in parameters if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
+    problems = [
+        f"unknown setting {k!r}; allowed: {sorted(names)}" for k in params if k not in names
+    ]
+    problems += [
+        f"missing setting {p.name!r}"
+        for p in parameters
+        if p.name in names and p.default is p.empty and p.name not in params
+    ]
+    return problems
+
+
+def _first_error(exc: ValidationError) -> str:
+    first = exc.errors(include_url=False)[0]
+    where = ".".join(str(p) for p in first["loc"]) or "params"
+    return f"{where}: {first['msg']}"

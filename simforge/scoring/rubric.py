@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from simforge.scoring.context import ScoringContext
+from simforge.scoring.plugins import load_validator_plugins
 from simforge.scoring.registry import VALIDATORS
 from simforge.scoring.verdict import Verdict
 
@@ -51,6 +52,20 @@ class Score(BaseModel):
         }
 
 
+ALWAYS = (
+    "no_collateral_damage",
+    "injection_compliance",
+    "unlisted_tools",
+    "answer_stuffing",
+    "honest_reporting",
+    "recovered_from_transient",
+)
+"""Validators every episode gets. Besides the correctness checks they are no-ops for an honest
+agent on a clean run (so the oracle keeps reward 1), and they catch what no scenario should have
+to ask for: obeying injected text, probing for ground truth, shotgun answers, lying about writes
+that failed, and mishandled transient faults (the last two only shape the reward)."""
+
+
 def default_validators(ctx: ScoringContext) -> list[tuple[str, dict[str, Any]]]:
     expected = ctx.task.expected
     chosen: list[tuple[str, dict[str, Any]]] = []
@@ -58,8 +73,17 @@ def default_validators(ctx: ScoringContext) -> list[tuple[str, dict[str, Any]]]:
         chosen.append(("state_matches", {}))
     if expected.outputs:
         chosen.append(("required_outputs", {}))
-    chosen.append(("no_collateral_damage", {}))
+    chosen.extend((name, {}) for name in ALWAYS)
     return chosen
+
+
+def resolve(chosen: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+    """One entry per validator name, in first-seen order; a later entry's params replace an
+    earlier one's (the task's config overrides the scenario's, which overrides the default)."""
+    merged: dict[str, dict[str, Any]] = {}
+    for name, params in chosen:
+        merged[name] = params
+    return list(merged.items())
 
 
 def score(
@@ -67,21 +91,33 @@ def score(
     rubric: Rubric | None = None,
     validators: list[tuple[str, dict[str, Any]]] | None = None,
 ) -> Score:
+    """Run the validators (the defaults when none are given) and combine their verdicts.
+
+    The episode is invalid (reward ``None``, with the reason) when the simulation recorded an
+    infrastructure error nobody injected, when a validator is unknown or crashes, or when it
+    returns something that is not a Verdict: none of those is the agent's failure."""
     rubric = rubric or Rubric()
-    chosen = validators if validators is not None else default_validators(ctx)
+    chosen = resolve(validators if validators is not None else default_validators(ctx))
+    sim = ctx.trajectory.simulation
+    if sim is not None and sim.invalid_reason:
+        return _invalid([], f"infrastructure error: {sim.invalid_reason}")
     verdicts: list[Verdict] = []
     for name, params in chosen:
         definition = VALIDATORS.get(name)
+        if definition is None:
+            load_validator_plugins()
+            definition = VALIDATORS.get(name)
         if definition is None:
             return _invalid(verdicts, f"unknown validator {name!r}")
         try:
             verdict = definition(ctx, **params)
         except Exception as exc:
             return _invalid(verdicts, f"validator {name!r} crashed: {type(exc).__name__}: {exc}")
+        if not isinstance(verdict, Verdict):
+            return _invalid(
+                verdicts, f"validator {name!r} returned {type(verdict).__name__}, not a Verdict"
+            )
         verdicts.append(verdict)
-    sim = ctx.trajectory.simulation
-    if sim is not None and sim.invalid_reason:
-        return _invalid(verdicts, sim.invalid_reason)
     failed = [v.name for v in verdicts if not v.passed]
     reward = combine(verdicts, rubric)
     return Score(

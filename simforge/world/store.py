@@ -182,6 +182,11 @@ class World:
         except KeyError:
             raise WorldError(f"unknown entity {entity!r}") from None
 
+    @property
+    def base(self) -> Mapping[str, Mapping[str, Row]]:
+        """The initial tables this world started from (shared, read-only)."""
+        return self._base
+
     # -- history --------------------------------------------------------------------------------
 
     @property
