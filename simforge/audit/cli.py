@@ -1,9 +1,80 @@
-"""CLI commands of the audit layer."""
+"""`simforge audit`: screen environments before anyone trains on them."""
 
 from __future__ import annotations
 
+import json
+import sys
+from pathlib import Path
+
 import typer
+from rich.console import Console
+from rich.table import Table
+
+console = Console()
+
+
+def audit_command(
+    targets: list[str] = typer.Argument(..., help="Scenario ids, scenario YAML paths, or 'all'."),
+    seeds: int = typer.Option(3, "--seeds", "-n", help="Seeds per task (fault checks use more)."),
+    fault_seeds: int = typer.Option(10, "--fault-seeds", help="Seeds per declared fault profile."),
+    checks: list[str] = typer.Option(None, "--check", help="Only these checks (repeatable)."),
+    as_json: bool = typer.Option(False, "--json"),
+    html: Path = typer.Option(None, "--html", help="Also write a self-contained HTML page."),
+    fail_on_reject: bool = typer.Option(
+        False, "--fail-on-reject", help="Exit 1 when any task is rejected."
+    ),
+) -> None:
+    """Audit every task of the given scenarios: solvable, floor gap, determinism, leaks, fault
+    sanity, well-formed rewards, Gymnasium API."""
+    from simforge.audit.checks import CHECKS
+    from simforge.audit.context import AuditConfig
+    from simforge.audit.html import render_html
+    from simforge.audit.runner import audit
+    from simforge.cli import progress, user_errors
+    from simforge.config import NotFound
+    from simforge.scenario import default_registry
+
+    with user_errors():
+        unknown = sorted(set(checks or []) - set(CHECKS))
+        if unknown:
+            raise NotFound(f"unknown checks {unknown}; available: {sorted(CHECKS)}")
+        loaded = (
+            default_registry.all()
+            if targets == ["all"]
+            else [default_registry.get(t) for t in targets]
+        )
+        total = sum(len(item.scenario.tasks) for item in loaded)
+        with progress() as bar:
+            job = bar.add_task("auditing", total=total)
+            report = audit(
+                loaded,
+                AuditConfig(seeds=seeds, fault_seeds=fault_seeds),
+                checks=checks or None,
+                advance=lambda _key: bar.advance(job),
+            )
+    data = report.to_json()
+    if html is not None:
+        html.write_text(render_html(report), encoding="utf-8")
+    if as_json:
+        sys.stdout.write(json.dumps(data) + "\n")
+    else:
+        table = Table(
+            title=f"audit: {data['kept']} of {data['tasks']} tasks kept", title_justify="left"
+        )
+        table.add_column("task")
+        names = [r.check for r in report.tasks[0].results] if report.tasks else []
+        for name in names:
+            table.add_column(name)
+        table.add_column("verdict")
+        for t in report.tasks:
+            cells = ["[green]pass[/]" if r.passed else "[red]reject[/]" for r in t.results]
+            table.add_row(t.key, *cells, "[green]keep[/]" if t.kept else "[red]reject[/]")
+        console.print(table)
+        for r in data["rejections"]:
+            console.print(f"[red]{r['task']}[/] {r['check']}: {r['reason']}", highlight=False)
+    if fail_on_reject and data["rejected"]:
+        raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:
-    """Attach this layer's commands to the main CLI app."""
+    app.command("audit")(audit_command)

@@ -55,3 +55,50 @@ class NoopPolicy:
 
     def act(self, observation: dict[str, Any]) -> Any:
         return {"final_answer": NOOP_ANSWER}
+
+
+TRANSIENT_STATUSES = frozenset({0, 429, 500, 502, 503, 504})
+
+
+class RetryingOraclePolicy(OraclePolicy):
+    """The reference solution played by a careful client: a call that failed transiently (a
+    reset, 429, 5xx, a timeout) is issued again after ``retry_after`` or an exponential backoff,
+    up to ``max_retries`` times, before the next step. The audit uses it to check that a task is
+    still solvable under the fault profiles its scenario declares."""
+
+    name: ClassVar[str] = "oracle-retrying"
+
+    def __init__(self, max_retries: int = 4, backoff: float = 1.0) -> None:
+        super().__init__()
+        self.max_retries = max_retries
+        self.backoff = backoff
+        self._last: list[dict[str, Any]] = []
+        self._attempt = 0
+
+    def reset(
+        self, observation: dict[str, Any], *, task: Task | None = None, seed: int = 0
+    ) -> None:
+        super().reset(observation, task=task, seed=seed)
+        self._last = []
+        self._attempt = 0
+
+    def act(self, observation: dict[str, Any]) -> Any:
+        failed = [
+            call
+            for call, result in zip(self._last, observation.get("results", []), strict=False)
+            if not result.get("ok") and result.get("error", {}).get("status") in TRANSIENT_STATUSES
+        ]
+        if failed and self._attempt < self.max_retries:
+            self._attempt += 1
+            waits = [
+                r["error"].get("retry_after") or 0.0
+                for r in observation["results"]
+                if not r.get("ok") and r.get("error", {}).get("retry_after")
+            ]
+            wait = max([self.backoff * 2 ** (self._attempt - 1), *waits])
+            self._last = failed
+            return {"tool_calls": failed, "think": wait}
+        self._attempt = 0
+        action = super().act(observation)
+        self._last = list(action.get("tool_calls", []))
+        return action

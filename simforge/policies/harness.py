@@ -1,0 +1,258 @@
+"""An external agent harness as a policy: simforge serves the episode's tools over HTTP, starts
+the user's command once per episode, and scores what the program did.
+
+The program gets, in its environment:
+
+- ``SIMFORGE_BASE_URL`` - the server; ``SIMFORGE_SESSION`` - its session id;
+- ``SIMFORGE_TOOLS_URL`` - ``POST {url}/{tool}`` with the arguments as a JSON object;
+- ``SIMFORGE_FINISH_URL`` - ``POST {"answer": "..."}`` ends the episode with the final answer;
+- ``SIMFORGE_TOOL_TOKEN`` - ``Authorization: Bearer <token>`` for both; it opens this session's
+  tool plane and nothing else (not the control plane, not another session);
+- ``SIMFORGE_TASK`` (the instruction), ``SIMFORGE_TASK_ID``, ``SIMFORGE_SEED``,
+  ``SIMFORGE_TOOLS_FILE`` (the catalog in OpenAI function format).
+
+The episode ends when the program finishes the session or exits (then with no answer), or at
+the wall-clock timeout (the program's process group is killed). Tools are answered by
+:func:`simforge.serve.app.create_app` (the same server ``simforge serve`` runs: errors, retry
+headers and connection resets as a real API shows them), in virtual time by default; a small
+ASGI layer in front of it adds the per-session token and the finish endpoint, which the serve
+layer leaves to the control plane (whose token would also reveal scores).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import secrets
+import shlex
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from simforge.policies.base import PolicyBase
+from simforge.policies.scripted import NOOP_ANSWER
+
+if TYPE_CHECKING:
+    from simforge.env.core import SimforgeEnv
+    from simforge.runs.episode import EpisodeOutcome
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+
+
+class HarnessGate:
+    """ASGI in front of the serve app: ``/s/{sid}/...`` needs that session's tool token,
+    ``POST /s/{sid}/finish`` ends the episode; ``/sessions`` (the control plane) is closed to
+    harnesses whatever token they send; discovery (``/openapi.json``) stays open."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.tokens: dict[str, str] = {}
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            self.loop = asyncio.get_running_loop()
+            await self.app(scope, receive, send)
+            return
+        if scope["type"] != "http":
+            await _answer(send, 404, {"error": "not served to harnesses"})
+            return
+        path: str = scope["path"]
+        if path.startswith("/s/"):
+            sid = path[3:].partition("/")[0]
+            expected = self.tokens.get(sid)
+            auth = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
+            if expected is None or not secrets.compare_digest(auth, f"Bearer {expected}"):
+                await _answer(send, 401, {"error": "this session's tool token is required"})
+                return
+            if path == f"/s/{sid}/finish" and scope["method"] == "POST":
+                await self._finish(sid, receive, send)
+                return
+        elif path.startswith(("/sessions", "/ws", "/tools/", "/mcp")):
+            await _answer(send, 403, {"error": "harnesses reach their own session only"})
+            return
+        await self.app(scope, receive, send)
+
+    async def _finish(self, sid: str, receive: Receive, send: Send) -> None:
+        from simforge.serve.control_plane import env_step
+        from simforge.serve.problems import Problem
+
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        try:
+            answer = json.loads(body or b"{}").get("answer", "")
+        except (ValueError, AttributeError):
+            await _answer(send, 422, {"error": 'expected {"answer": "..."}'})
+            return
+        served = self.app.state.manager.get(sid)
+        try:
+            await env_step(served, {"final_answer": str(answer)})
+        except Problem as problem:
+            await _answer(send, problem.status, {"error": str(problem)})
+            return
+        await _answer(send, 200, {"ok": True})
+
+
+async def _answer(send: Send, status: int, body: dict[str, Any]) -> None:
+    data = json.dumps(body).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"),
+                            (b"content-length", str(len(data)).encode())]})
+    await send({"type": "http.response.body", "body": data})
+
+
+class _Server:
+    """One uvicorn server in a daemon thread, for one scenario, for the policy's lifetime."""
+
+    def __init__(self, env: SimforgeEnv, time_scale: float) -> None:
+        import uvicorn
+
+        from simforge.serve.app import create_app
+
+        self.gate = HarnessGate(create_app(env.loaded, time_scale=time_scale))
+        config = uvicorn.Config(self.gate, host="127.0.0.1", port=0, log_level="warning",
+                                lifespan="on", access_log=False)
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, name="simforge-harness",
+                                       daemon=True)
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("the harness tool server did not start")
+            time.sleep(0.01)
+        port = self.server.servers[0].sockets[0].getsockname()[1]
+        self.base_url = f"http://127.0.0.1:{port}"
+
+    def run(self, fn: Callable[[], Any]) -> Any:
+        """Run ``fn`` on the server's event loop (sessions are not thread-safe)."""
+        async def call() -> Any:
+            return fn()
+
+        assert self.gate.loop is not None
+        return asyncio.run_coroutine_threadsafe(call(), self.gate.loop).result(timeout=60)
+
+    def close(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+class HarnessPolicy(PolicyBase):
+    """Runs ``command`` (a shell-style string) per episode against a served session."""
+
+    name: ClassVar[str] = "harness"
+
+    def __init__(self, command: str | None = None, *, timeout: float | None = None,
+                 time_scale: float | None = None) -> None:
+        command = command or os.environ.get("SIMFORGE_HARNESS_COMMAND")
+        if not command:
+            raise ValueError(
+                "the harness policy needs a command: 'harness:COMMAND' or "
+                "$SIMFORGE_HARNESS_COMMAND"
+            )
+        self.command = shlex.split(command)
+        self.timeout = timeout or float(os.environ.get("SIMFORGE_HARNESS_TIMEOUT", "300"))
+        self.time_scale = time_scale if time_scale is not None else float(
+            os.environ.get("SIMFORGE_HARNESS_TIME_SCALE", "0"))
+        self._servers: dict[str, _Server] = {}
+
+    def act(self, observation: dict[str, Any]) -> Any:
+        raise TypeError("the harness policy plays whole episodes (play_episode), not steps")
+
+    def play_episode(self, env: SimforgeEnv, *, seed: int, task: str | None,
+                     faults: str | None, policy_seed: int) -> EpisodeOutcome:
+        from simforge.runs.episode import finish_outcome
+
+        server = self._servers.get(env.scenario.id)
+        if server is None:
+            server = self._servers[env.scenario.id] = _Server(env, self.time_scale)
+        manager = server.gate.app.state.manager
+        sid = f"h-{secrets.token_hex(8)}"
+        token = secrets.token_urlsafe(24)
+        served = server.run(lambda: manager.create(session_id=sid, task=task, seed=seed,
+                                                   faults=faults))
+        server.gate.tokens[sid] = token
+        try:
+            exit_code, timed_out, stderr = self._run_program(server, served, sid, token,
+                                                             policy_seed)
+            if not served.session.done:
+                server.run(lambda: served.env.step({"final_answer": NOOP_ANSWER}))
+            session = served.session
+            outcome = finish_outcome(served.env, self.name, seed, session.terminated,
+                                     session.truncated)
+        finally:
+            server.gate.tokens.pop(sid, None)
+            server.run(lambda: manager.sessions.pop(sid, None))
+        outcome.trajectory = outcome.trajectory.model_copy(update={"metadata": {
+            **outcome.trajectory.metadata,
+            "harness": {"exit_code": exit_code, "timed_out": timed_out,
+                        "stderr_tail": stderr[-2000:]},
+        }})
+        return outcome
+
+    def _run_program(self, server: _Server, served: Any, sid: str, token: str,
+                     policy_seed: int) -> tuple[int | None, bool, str]:
+        task = served.env.task
+        with tempfile.TemporaryDirectory(prefix="simforge-harness-") as tmp:
+            tools_file = os.path.join(tmp, "tools.json")
+            with open(tools_file, "w", encoding="utf-8") as f:
+                json.dump(served.env.pack.catalog.to_openai(), f)
+            env = {
+                **os.environ,
+                "SIMFORGE_BASE_URL": server.base_url,
+                "SIMFORGE_SESSION": sid,
+                "SIMFORGE_TOOL_TOKEN": token,
+                "SIMFORGE_TOOLS_URL": f"{server.base_url}/s/{sid}/tools",
+                "SIMFORGE_FINISH_URL": f"{server.base_url}/s/{sid}/finish",
+                "SIMFORGE_TASK": task.instruction,
+                "SIMFORGE_TASK_ID": task.id,
+                "SIMFORGE_SEED": str(policy_seed),
+                "SIMFORGE_TOOLS_FILE": tools_file,
+            }
+            env.pop("SIMFORGE_TOKEN", None)  # never hand a control-plane token down
+            stderr_path = os.path.join(tmp, "stderr")
+            with open(stderr_path, "wb") as err:
+                proc = subprocess.Popen(self.command, env=env, stdout=subprocess.DEVNULL,
+                                        stderr=err, start_new_session=True)
+                timed_out = not self._wait(proc, served)
+            with open(stderr_path, "rb") as f:
+                stderr = f.read().decode(errors="replace")
+        return proc.returncode, timed_out, stderr
+
+    def _wait(self, proc: subprocess.Popen[bytes], served: Any) -> bool:
+        """Until the program exits, or finished the session (then a short grace to exit), or
+        the timeout; a program still running is killed with its process group."""
+        deadline = time.monotonic() + self.timeout
+        finished_at: float | None = None
+        while proc.poll() is None:
+            now = time.monotonic()
+            if finished_at is None and served.session.done:
+                finished_at = now
+            if now > deadline or (finished_at is not None and now - finished_at > 5):
+                _kill_group(proc)
+                return finished_at is not None
+            time.sleep(0.01)
+        return True
+
+    def close(self) -> None:
+        for server in self._servers.values():
+            server.close()
+        self._servers.clear()
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
