@@ -82,10 +82,10 @@ def find_pack_dir(ref: str, *, relative_to: Path | None = None) -> Path:
         candidates.append(as_path)
     candidates.extend(d / ref for d in resource_dirs("tools_mock"))
     for candidate in candidates:
-        if (candidate / "pack.py").is_file():
+        if (candidate / "pack.py").is_file() or (candidate / "pack.yaml").is_file():
             return candidate.resolve()
     searched = ", ".join(str(c) for c in candidates)
-    raise PluginError(f"pack {ref!r} not found (looked for pack.py in: {searched})")
+    raise PluginError(f"pack {ref!r} not found (looked for pack.py or pack.yaml in: {searched})")
 
 
 def load_pack(ref: str, *, relative_to: Path | None = None) -> Pack:
@@ -96,6 +96,9 @@ def load_pack(ref: str, *, relative_to: Path | None = None) -> Pack:
     folder = find_pack_dir(ref, relative_to=relative_to)
     with _lock:
         if folder in _packs:
+            return _packs[folder]
+        if not (folder / "pack.py").is_file():
+            _packs[folder] = _load_synth(folder)
             return _packs[folder]
         package = f"{_namespace('packs')}.{_safe(folder.name)}_{_digest(folder)}"
         if package not in sys.modules:
@@ -118,6 +121,19 @@ def load_pack(ref: str, *, relative_to: Path | None = None) -> Pack:
             raise PluginError(f"pack {folder}: {exc}") from exc
         _packs[folder] = pack
         return pack
+
+
+def _load_synth(folder: Path) -> Pack:
+    """A pack synthesized from traces (``pack.yaml``, plain files); imported lazily because
+    simforge.synth itself builds on the scenario layer."""
+    from simforge.synth.loader import load_synth_pack
+
+    try:
+        pack = load_synth_pack(folder)
+        pack.catalog  # noqa: B018 - validate eagerly, like a hand-written pack
+    except Exception as exc:
+        raise PluginError(f"pack {folder}: failed to load: {type(exc).__name__}: {exc}") from exc
+    return pack
 
 
 def pack_dirs() -> list[Path]:

@@ -1,9 +1,145 @@
-"""CLI commands of the synth layer."""
+"""CLI commands of the synth layer: ``simforge synth`` and ``simforge fidelity``."""
 
 from __future__ import annotations
 
+import json
+import resource
+import sys
+import time
+import warnings
+from pathlib import Path
+
 import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+_err = Console(stderr=True)
+_out = Console()
+
+
+def _peak_mib() -> float:
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
 
 
 def register(app: typer.Typer) -> None:
     """Attach this layer's commands to the main CLI app."""
+
+    @app.command("synth")
+    def synth_command(
+        traces: list[Path] = typer.Argument(..., help="Trace files (any ingestible format)."),
+        out: Path = typer.Option(..., "--out", help="The pack directory to write."),
+        data: list[Path] = typer.Option(
+            [], "--data", help="Snapshot files or folders (JSON, JSONL, CSV, SQLite, TOML)."
+        ),
+        holdout: float = typer.Option(
+            0.0, "--holdout", min=0.0, max=1.0, help="Fraction of episodes kept out of learning."
+        ),
+        seed: int = typer.Option(0, "--seed", help="Seed of the train/holdout split."),
+        as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    ) -> None:
+        """Synthesize an environment pack (tools, world, tasks, scenario) from traces."""
+        from simforge.synth.build import SynthWarning, synthesize
+        from simforge.synth.snapshot import SnapshotError
+
+        started = time.perf_counter()
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=_err,
+            transient=True,
+            disable=not _err.is_terminal,
+        ) as bar:
+            tasks: dict[str, object] = {}
+
+            def tick(stage: str, done: int, total: int) -> None:
+                if stage not in tasks:
+                    tasks[stage] = bar.add_task(stage, total=total or None)
+                bar.update(tasks[stage], completed=done, total=total or None)  # type: ignore[arg-type]
+
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", SynthWarning)
+                try:
+                    report = synthesize(
+                        traces, out, data=data, holdout=holdout, seed=seed, progress=tick
+                    )
+                except SnapshotError as exc:
+                    _err.print(f"[bold red]error:[/] {exc}", highlight=False)
+                    raise typer.Exit(2) from None
+        for warning in caught:
+            _err.print(f"[yellow]warning:[/] {warning.message}", highlight=False)
+        summary = {
+            "out": str(report.out),
+            "episodes": report.episodes,
+            "empty_episodes": report.empty_episodes,
+            "train": report.train,
+            "holdout": len(report.holdout),
+            "tools": report.tools,
+            "entities": report.entities,
+            "handlers": report.handlers,
+            "tasks": report.tasks,
+            "gold_tasks": report.gold_tasks,
+            "warnings": report.warnings,
+            "seconds": round(time.perf_counter() - started, 3),
+            "peak_rss_mib": round(_peak_mib(), 1),
+        }
+        if as_json:
+            _out.print_json(json.dumps(summary))
+            return
+        table = Table(title=f"pack {report.out}")
+        table.add_column("tool")
+        table.add_column("handler")
+        for tool, kind in sorted(report.handlers.items()):
+            table.add_row(tool, kind)
+        _out.print(table)
+        _out.print(
+            f"{report.episodes} episodes ({report.empty_episodes} without tool calls skipped), "
+            f"{report.train} learned from, {len(report.holdout)} held out; "
+            f"{report.tasks} tasks ({report.gold_tasks} gold); "
+            f"{summary['seconds']} s, peak memory {summary['peak_rss_mib']} MiB"
+        )
+
+    @app.command("fidelity")
+    def fidelity_command(
+        pack: Path = typer.Argument(..., help="A pack directory written by `simforge synth`."),
+        traces: list[Path] = typer.Argument(..., help="Trace files whose calls to replay."),
+        holdout_only: bool = typer.Option(
+            False, "--holdout-only", help="Only the episodes the pack held out."
+        ),
+        as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
+    ) -> None:
+        """Replay every recorded call against the pack and count exact answers."""
+        from simforge.synth.fidelity import fidelity, holdout_ids
+
+        only = holdout_ids(pack) if holdout_only else None
+        result = fidelity(pack, traces, only=only)
+        if as_json:
+            _out.print_json(json.dumps(result))
+            return
+        table = Table(title=f"fidelity of {pack} ({result['episodes']} episodes)")
+        for column in ("tool", "kind", "reads", "writes", "errors"):
+            table.add_column(column)
+
+        def cell(bucket: dict[str, object]) -> str:
+            return f"{bucket['exact']}/{bucket['calls']}" if bucket["calls"] else ""
+
+        for tool, entry in result["by_tool"].items():
+            table.add_row(
+                tool,
+                entry["kind"],
+                cell(entry["reads"]),
+                cell(entry["writes"]),
+                cell(entry["errors"]),
+            )
+        table.add_row(
+            "[bold]all",
+            "",
+            *(
+                f"[bold]{cell(result[k])} ({result[k]['rate']})"
+                for k in ("reads", "writes", "errors")
+            ),
+        )
+        _out.print(table)

@@ -1,0 +1,319 @@
+"""``synthesize``: traces (and a data snapshot) in, a pack directory out.
+
+The steps, each in its own module: read episodes (counting and skipping those without tool
+calls), split train/holdout by a seeded hash of the episode id, load the snapshot
+(:mod:`.snapshot`), recognise entities (:mod:`.entities`), profile tools and walk every training
+episode over the seed (:mod:`.observe`), learn a handler and error conditions per tool
+(:mod:`.learn`), schemas (:mod:`.schemas`), timing (:mod:`.timing`), tasks (:mod:`.tasks`), and
+write the files (:mod:`.pack_files`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import warnings
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from simforge.synth import pack_files, timing
+from simforge.synth.entities import EntityCatalog, fake_row, from_snapshot, is_key_name, parents
+from simforge.synth.learn import Learner, share_not_found
+from simforge.synth.observe import CallObservation, EpisodeState, learn_seed_rows, profile, walk
+from simforge.synth.replay import ReplayTable
+from simforge.synth.schemas import infer_schema, json_type
+from simforge.synth.snapshot import load_snapshots
+from simforge.synth.tasks import build_task
+from simforge.trace import iter_episodes
+from simforge.trace.episode import Episode
+
+Progress = Callable[[str, int, int], None]
+"""``progress(stage, done, total)``."""
+
+
+class SynthWarning(UserWarning):
+    """Something in the input that synthesis worked around (a conflicting tool, say)."""
+
+
+@dataclass
+class SynthReport:
+    out: Path
+    episodes: int = 0
+    empty_episodes: int = 0
+    train: int = 0
+    holdout: list[str] = field(default_factory=list)
+    tools: int = 0
+    entities: dict[str, int] = field(default_factory=dict)
+    handlers: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    tasks: int = 0
+    gold_tasks: int = 0
+
+
+def in_holdout(episode_id: str, fraction: float, seed: int) -> bool:
+    """A deterministic draw per episode: the same split in every process and every run."""
+    if fraction <= 0:
+        return False
+    digest = hashlib.sha256(f"{seed}:{episode_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < fraction
+
+
+def _safe_name(name: str) -> str:
+    clean = re.sub(r"[^A-Za-z0-9_\-]", "_", name)[:64] or "tool"
+    return clean if re.match(r"[A-Za-z_]", clean) else f"t_{clean}"[:64]
+
+
+def version_conflicts(episodes: list[Episode]) -> list[str]:
+    """Tools whose calls fall into argument shapes with no key in common, or the same key with
+    different JSON types, are split: the less used shape becomes ``<name>_v2`` (and so on)."""
+    shapes: dict[str, list[tuple[dict[str, str], int]]] = {}
+    assignment: dict[tuple[str, frozenset[tuple[str, str]]], str] = {}
+    for episode in episodes:
+        for call in episode.tool_calls:
+            args = call.args if isinstance(call.args, dict) else {}
+            sig = {k: _jtype(v) for k, v in args.items()}
+            groups = shapes.setdefault(call.tool, [])
+            for i, (keys, n) in enumerate(groups):
+                if _compatible(keys, sig):
+                    groups[i] = ({**keys, **sig}, n + 1)
+                    break
+            else:
+                groups.append((sig, 1))
+    messages = []
+    for tool, groups in shapes.items():
+        if len(groups) < 2:
+            continue
+        messages.append(
+            f"tool {tool!r}: {len(groups)} incompatible argument schemas "
+            f"({', '.join(str(sorted(g[0])) for g in groups)}); versioned as "
+            + ", ".join(f"{tool}_v{i + 1}" for i in range(1, len(groups)))
+        )
+        ranked = sorted(range(len(groups)), key=lambda i: -groups[i][1])
+        for rank, i in enumerate(ranked):
+            if rank:
+                assignment[(tool, frozenset(groups[i][0].items()))] = f"{tool}_v{rank + 1}"
+    if assignment:
+        for episode in episodes:
+            for call in episode.tool_calls:
+                args = call.args if isinstance(call.args, dict) else {}
+                sig = {k: _jtype(v) for k, v in args.items()}
+                for (tool, shape), new in assignment.items():
+                    if call.tool == tool and _compatible(dict(shape), sig):
+                        call.tool = new
+                        break
+    return messages
+
+
+def _jtype(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    names: dict[type, str] = {str: "string", list: "array", dict: "object"}
+    return names.get(type(value), "any")
+
+
+def _compatible(a: dict[str, str], b: dict[str, str]) -> bool:
+    if not a or not b:
+        return True
+    common = set(a) & set(b)
+    if not common:
+        return False
+    return all(a[k] == b[k] or "null" in (a[k], b[k]) for k in common)
+
+
+def synthesize(
+    traces: Iterable[Path | str],
+    out: Path | str,
+    *,
+    data: Iterable[Path | str] = (),
+    holdout: float = 0.0,
+    seed: int = 0,
+    name: str | None = None,
+    episodes: list[Episode] | None = None,
+    progress: Progress | None = None,
+) -> SynthReport:
+    out = Path(out)
+    tick = progress or (lambda stage, done, total: None)
+    report = SynthReport(out=out)
+    if episodes is None:
+        episodes = []
+        for n, episode in enumerate(iter_episodes([Path(p) for p in traces]), 1):
+            episodes.append(episode)
+            if n % 500 == 0:
+                tick("read", n, 0)
+    report.episodes = len(episodes)
+    usable = [e for e in episodes if e.tool_calls]
+    report.empty_episodes = len(episodes) - len(usable)
+    report.warnings.extend(version_conflicts(usable))
+    for message in report.warnings:
+        warnings.warn(message, SynthWarning, stacklevel=2)
+    train = [e for e in usable if not in_holdout(e.id, holdout, seed)]
+    report.holdout = [e.id for e in usable if in_holdout(e.id, holdout, seed)]
+    report.train = len(train)
+
+    catalog = EntityCatalog()
+    tables = load_snapshots(data)
+    hints = {
+        k
+        for e in train
+        for c in e.tool_calls
+        if isinstance(c.args, dict)
+        for k in c.args
+        if is_key_name(k)
+    }
+    from_snapshot(tables, catalog, hints)
+    profiles = profile(train, catalog)
+    learn_seed_rows(train, catalog, profiles)
+    _fill_gaps(catalog)
+    base = {name_: entity.rows for name_, entity in catalog.entities.items()}
+    pks = {name_: entity.pk for name_, entity in catalog.entities.items()}
+    parent_of = parents(catalog)
+
+    sink: dict[str, list[CallObservation]] = {}
+    states: list[tuple[Episode, EpisodeState]] = []
+    for n, episode in enumerate(train, 1):
+        states.append((episode, walk(episode, catalog, profiles, base, pks, parent_of, sink)))
+        if n % 200 == 0 or n == len(train):
+            tick("walk", n, len(train))
+
+    replays: dict[str, ReplayTable] = {}
+    for tool, calls in sink.items():
+        table = replays[tool] = ReplayTable()
+        for c in calls:
+            table.add(c.args, {"error": c.error} if c.error is not None else {"result": c.result})
+    from simforge.synth.handlers import Runtime
+
+    learner = Learner(catalog, base, pks, Runtime(parent_of, replays))
+    descs = []
+    for n, (tool, prof) in enumerate(profiles.items(), 1):
+        descs.append(learner.learn(prof, sink.get(tool, [])))
+        tick("learn", n, len(profiles))
+    share_not_found(descs)
+    tool_entries = []
+    for (tool, prof), desc in zip(profiles.items(), descs, strict=True):
+        tool_entries.append(_tool_entry(tool, prof, desc))
+        report.handlers[tool] = desc["kind"]
+    report.tools = len(tool_entries)
+
+    tasks = []
+    for index, (episode, state) in enumerate(states):
+        tasks.append(build_task(index, episode, state, base, pks))
+    report.tasks = len(tasks)
+    report.gold_tasks = sum(1 for t in tasks if t["metadata"]["gold"])
+    pack_name = name or _safe_id(out.name)
+    scenario = {
+        "id": f"synth/{pack_name}-v1",
+        "description": f"Synthesized from {report.train} episodes.",
+        "pack": ".",
+        "think_time": timing.to_json(timing.think_time(train)),
+        "call_timeout": 60.0,
+        "budgets": {
+            "max_steps": max([len(t["oracle"]) + 10 for t in tasks] or [30]),
+            "max_sim_seconds": 86400.0,
+        },
+        "seeds": [0],
+        "tasks": tasks,
+    }
+    entities_manifest = {
+        name_: {
+            "pk": entity.pk,
+            "fields": {
+                **dict.fromkeys(entity.fields, "null"),
+                **_field_schemas(entity.rows.values()),
+            },
+            "subs": entity.subs,
+            "source": entity.source,
+            "rows": len(entity.rows),
+        }
+        for name_, entity in catalog.entities.items()
+    }
+    report.entities = {k: len(entity.rows) for k, entity in catalog.entities.items()}
+    pack_files.write_pack(
+        out,
+        manifest={
+            "name": pack_name,
+            "description": f"Synthesized by simforge from {report.train} episodes.",
+            "entities": entities_manifest,
+            "split": {"holdout_fraction": holdout, "seed": seed, "holdout": report.holdout},
+            "stats": {
+                "episodes": report.episodes,
+                "empty_episodes": report.empty_episodes,
+                "train": report.train,
+                "warnings": report.warnings,
+            },
+        },
+        tools=tool_entries,
+        world={k: list(v.values()) for k, v in base.items()},
+        replay={tool: table.entries for tool, table in replays.items()},
+        scenario=scenario,
+    )
+    return report
+
+
+def _safe_id(text: str) -> str:
+    return re.sub(r"[^a-z0-9_\-]+", "-", text.lower()).strip("-") or "pack"
+
+
+def _field_schemas(rows: Iterable[dict[str, Any]]) -> dict[str, str]:
+    fields: dict[str, str] = {}
+    for i, row in enumerate(rows):
+        for k, v in row.items():
+            kind = _jtype(v)
+            if fields.get(k) in (None, "null"):
+                fields[k] = kind
+        if i > 500:
+            break
+    return fields
+
+
+def _fill_gaps(catalog: EntityCatalog) -> None:
+    """Rows for ids that other rows reference but nothing ever showed (faker, seeded per id)."""
+    for entity in list(catalog.entities.values()):
+        for row in list(entity.rows.values())[:5000]:
+            for key, value in row.items():
+                target = catalog.entity_for_key(key)
+                if target is None or target is entity or not isinstance(value, str):
+                    continue
+                if value not in target.rows and target.rows:
+                    fields = _field_schemas(target.rows.values())
+                    target.rows[value] = fake_row(target, value, fields)
+    catalog.invalidate()
+
+
+def _tool_entry(tool: str, prof: Any, desc: dict[str, Any]) -> dict[str, Any]:
+    kind = "write" if desc["kind"] in ("update", "create") or prof.write_by_name else "read"
+    entities = (desc["entity"],) if desc.get("entity") else ()
+    args_schema = infer_schema(prof.args, object_root=True)
+    if json_type(args_schema) != "object":
+        args_schema = {"type": "object", "properties": {}}
+    description = prof.description or _describe(tool, desc, kind)
+    spec = {
+        "name": _safe_name(tool),
+        "description": description,
+        "input_schema": args_schema,
+        "output_schema": infer_schema(prof.results),
+        "kind": kind,
+        "entities": list(entities),
+        "latency": timing.to_json(timing.latency_model(prof.durations, kind)),
+        "errors": timing.to_json(timing.error_model(dict(prof.errors), prof.calls)),
+    }
+    return {"spec": spec, "handler": {**desc, "tool": _safe_name(tool)}}
+
+
+def _describe(tool: str, desc: dict[str, Any], kind: str) -> str:
+    words = tool.replace("_", " ").strip()
+    entity = desc.get("entity")
+    what = {
+        "get": f"Returns the {entity} named by `{desc.get('key')}`.",
+        "find": f"Finds the id of the {entity} whose fields match the arguments.",
+        "search": f"Lists {entity} records matching the arguments.",
+        "update": f"Changes the {entity} named by `{desc.get('key')}`.",
+        "create": f"Creates a {entity}.",
+        "compute": "Evaluates an arithmetic expression.",
+    }.get(desc["kind"], "")
+    return f"{words[:1].upper()}{words[1:]} ({kind}). {what}".strip()

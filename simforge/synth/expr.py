@@ -1,0 +1,314 @@
+"""The small expression language of learned effects, and the search for expressions that
+explain an observed value.
+
+An expression is plain JSON, so a learned handler is data in ``tools.json`` that anyone can read
+and edit, never generated code. It is evaluated against an environment::
+
+    {"args": call arguments, "old": the entity before the call,
+     "ref": {argument: the record(s) its id names}, "elem": the element being mapped}
+
+Forms: ``{"c": value}`` (constant), ``{"p": [path]}`` (a value in the environment),
+``{"neg"|"abs"|"sorted"|"len": e}``, ``{"round": [e, digits]}``, ``{"add"|"sub"|"mul": [a, b]}``,
+``{"sum": [list, key]}``, ``{"pairdiff": [list_a, list_b, key]}`` (the sum of
+``a[i][key] - b[i][key]``, accumulated in order as a loop would), ``{"obj": {key: e}}``,
+``{"if_pos": [e, then, else]}``, and the list forms ``append``, ``appendmap`` and ``replace``
+(see :func:`evaluate`). A hand-written search over these forms is small and predictable; a
+general program synthesiser would be neither.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Iterator
+from typing import Any
+
+Expr = dict[str, Any]
+Path = list[str | int]
+
+_SOURCES = ("elem", "args", "ref", "old")
+
+
+class Unresolved(Exception):
+    """A path that does not exist in this environment (the expression does not apply)."""
+
+
+def same(a: Any, b: Any) -> bool:
+    """JSON equality, with numbers equal within 1e-9 relative (a sum's order is not meaning)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b if isinstance(a, bool) and isinstance(b, bool) else False
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b) and type(a) is type(b)
+
+
+def get_path(env: Any, path: Path) -> Any:
+    node = env
+    for part in path:
+        if isinstance(node, dict):
+            if part not in node:
+                raise Unresolved(path)
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int):
+            if not -len(node) <= part < len(node):
+                raise Unresolved(path)
+            node = node[part]
+        else:
+            raise Unresolved(path)
+    return node
+
+
+def _num(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise Unresolved(value)
+    return value
+
+
+def evaluate(expr: Expr, env: dict[str, Any]) -> Any:
+    """The value of ``expr``; raises :class:`Unresolved` when it does not apply."""
+    op, arg = next(iter(expr.items()))
+    if op == "c":
+        return arg
+    if op == "p":
+        return get_path(env, arg)
+    if op == "neg":
+        return -_num(evaluate(arg, env))
+    if op == "abs":
+        return abs(_num(evaluate(arg, env)))
+    if op == "round":
+        return round(_num(evaluate(arg[0], env)), arg[1])
+    if op == "len":
+        value = evaluate(arg, env)
+        if not isinstance(value, list | dict | str):
+            raise Unresolved(op)
+        return len(value)
+    if op == "sorted":
+        value = evaluate(arg, env)
+        if not isinstance(value, list):
+            raise Unresolved(op)
+        try:
+            return sorted(value)
+        except TypeError:
+            raise Unresolved(op) from None
+    if op in ("add", "sub", "mul"):
+        a, b = _num(evaluate(arg[0], env)), _num(evaluate(arg[1], env))
+        return a + b if op == "add" else a - b if op == "sub" else a * b
+    if op == "sum":
+        items = _records(evaluate({"p": arg[0]}, env))
+        total: float = 0
+        for item in items:
+            total += _num(item.get(arg[1]))
+        return total
+    if op == "pairdiff":
+        a_items = _records(evaluate({"p": arg[0]}, env))
+        b_items = _records(evaluate({"p": arg[1]}, env))
+        if len(a_items) != len(b_items):
+            raise Unresolved(op)
+        diff: float = 0
+        for x, y in zip(a_items, b_items, strict=True):
+            diff += _num(x.get(arg[2])) - _num(y.get(arg[2]))
+        return diff
+    if op == "obj":
+        return {k: evaluate(v, env) for k, v in arg.items()}
+    if op == "if_pos":
+        return evaluate(arg[1] if _num(evaluate(arg[0], env)) > 0 else arg[2], env)
+    if op == "append":
+        base = evaluate(arg[0], env)
+        if not isinstance(base, list):
+            raise Unresolved(op)
+        return [*base, *(evaluate(e, env) for e in arg[1])]
+    if op == "appendmap":
+        base = evaluate(arg[0], env)
+        source = evaluate({"p": arg[1]}, env)
+        if not isinstance(base, list) or not isinstance(source, list):
+            raise Unresolved(op)
+        return [*base, *(evaluate(arg[2], {**env, "elem": item}) for item in source)]
+    if op == "replace":
+        return _replace(arg, env)
+    raise ValueError(f"unknown expression form {op!r}")
+
+
+def _replace(arg: dict[str, Any], env: dict[str, Any]) -> list[Any]:
+    """Elements of ``list`` whose ``key`` is the i-th of ``ids`` become the i-th of ``with``
+    (projected on ``keys``): how an order's items are swapped for new variants."""
+    base = evaluate(arg["list"], env)
+    ids = evaluate(arg["ids"], env)
+    new = evaluate(arg["with"], env)
+    if not (isinstance(base, list) and isinstance(ids, list) and isinstance(new, list)):
+        raise Unresolved("replace")
+    if len(ids) != len(new):
+        raise Unresolved("replace")
+    out = list(base)
+    used: set[int] = set()
+    for old_id, record in zip(ids, new, strict=True):
+        for i, item in enumerate(out):
+            if i not in used and isinstance(item, dict) and item.get(arg["key"]) == old_id:
+                if not isinstance(record, dict):
+                    raise Unresolved("replace")
+                out[i] = {k: record.get(k) for k in arg["keys"]}
+                used.add(i)
+                break
+        else:
+            raise Unresolved("replace")
+    return out
+
+
+def _records(value: Any) -> list[dict[str, Any]]:
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise Unresolved("records")
+    return value
+
+
+def evaluates_to(expr: Expr, env: dict[str, Any], want: Any) -> bool:
+    try:
+        return same(evaluate(expr, env), want)
+    except (Unresolved, TypeError, ValueError, OverflowError):
+        return False
+
+
+# -- searching for explanations ------------------------------------------------------------------
+
+
+def leaves(env: dict[str, Any], *, limit: int = 4000) -> list[tuple[Path, Any]]:
+    """Every value in the environment with its path, sources in order of preference."""
+    out: list[tuple[Path, Any]] = []
+
+    def walk(node: Any, path: Path, depth: int) -> None:
+        if len(out) >= limit:
+            return
+        out.append((path, node))
+        if depth >= 6:
+            return
+        if isinstance(node, dict):
+            for k, v in node.items():
+                walk(v, [*path, k], depth + 1)
+        elif isinstance(node, list):
+            for i, v in enumerate(node[:50]):
+                walk(v, [*path, i], depth + 1)
+
+    for source in _SOURCES:
+        if source in env and env[source] is not None:
+            walk(env[source], [source], 0)
+    return out
+
+
+class Explainer:
+    """Candidate expressions for values, against one environment (indexes built once)."""
+
+    def __init__(self, env: dict[str, Any]) -> None:
+        self.env = env
+        self.all = leaves(env)
+        self.numbers: list[tuple[Expr, float]] = []
+        self._by_key: dict[str, list[Path]] = {}
+        for path, value in self.all:
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                self.numbers.append(({"p": path}, float(value)))
+            if not isinstance(value, dict | list) or len(path) > 1:
+                self._by_key.setdefault(_key(value), []).append(path)
+        self.numbers.extend(self._aggregates())
+        self.numbers = self.numbers[:600]
+        self._sorted = sorted(((v, i) for i, (_, v) in enumerate(self.numbers)))
+        self._values = [v for v, _ in self._sorted]
+
+    def _aggregates(self) -> list[tuple[Expr, float]]:
+        lists = [
+            (path, value)
+            for path, value in self.all
+            if isinstance(value, list) and value and all(isinstance(v, dict) for v in value)
+        ][:30]
+        out: list[tuple[Expr, float]] = []
+        for path, value in lists:
+            for key in _numeric_keys(value):
+                total: float = 0
+                for item in value:
+                    total += item[key]
+                out.append(({"sum": [path, key]}, total))
+        for pa, a in lists:
+            for pb, b in lists:
+                if pa is pb or len(a) != len(b):
+                    continue
+                for key in _numeric_keys(a) & _numeric_keys(b):
+                    diff: float = 0
+                    for x, y in zip(a, b, strict=True):
+                        diff += x[key] - y[key]
+                    out.append(({"pairdiff": [pa, pb, key]}, diff))
+        return out
+
+    def paths(self, value: Any) -> list[Expr]:
+        return [
+            {"p": p}
+            for p in self._by_key.get(_key(value), [])
+            if same(get_path(self.env, p), value)
+        ]
+
+    def sorted_paths(self, value: list[Any]) -> list[Expr]:
+        """Lists in the environment that, sorted, are the value (ids stored in order)."""
+        out: list[Expr] = []
+        for path, node in self.all:
+            if isinstance(node, list) and len(node) == len(value) and len(path) > 1:
+                try:
+                    if same(sorted(node), value):
+                        out.append({"p": path})
+                except TypeError:
+                    continue
+        return out
+
+    def scalar(self, value: Any) -> list[Expr]:
+        """Paths holding the value, arithmetic over numbers in the environment, a constant."""
+        found = self.paths(value)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            found.extend(self._arithmetic(float(value)))
+        found.append({"c": value})
+        return found
+
+    def _near(self, target: float, tol: float) -> Iterator[int]:
+        lo = bisect.bisect_left(self._values, target - tol)
+        hi = bisect.bisect_right(self._values, target + tol)
+        for pos in range(lo, min(hi, lo + 8)):
+            yield self._sorted[pos][1]
+
+    def _arithmetic(self, t: float) -> list[Expr]:
+        out: list[Expr] = []
+        tol = 1e-9 * max(1.0, abs(t))
+        for i in self._near(-t, tol):
+            out.append({"neg": self.numbers[i][0]})
+        for expr, value in self.numbers:
+            if "p" not in expr and math.isclose(value, t, rel_tol=1e-9, abs_tol=1e-9):
+                out.append(expr)
+            if "p" not in expr and math.isclose(abs(value), t, rel_tol=1e-9, abs_tol=1e-9):
+                out.append({"abs": expr})
+            if "p" not in expr and round(value, 2) == t:
+                out.append({"round": [expr, 2]})
+        if len(out) > 3:
+            return out
+        for expr_a, a in self.numbers:
+            for j in self._near(a - t, tol):
+                out.append({"sub": [expr_a, self.numbers[j][0]]})
+            for j in self._near(t - a, tol):
+                out.append({"add": [expr_a, self.numbers[j][0]]})
+            if len(out) > 12:
+                break
+        return out
+
+
+def _numeric_keys(items: list[dict[str, Any]]) -> set[str]:
+    keys = set(items[0])
+    for item in items:
+        keys &= {
+            k for k, v in item.items() if isinstance(v, int | float) and not isinstance(v, bool)
+        }
+    return keys
+
+
+def _key(value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        return repr(value)
+    if isinstance(value, int | float):
+        return f"n:{round(float(value), 6)}"
+    if isinstance(value, str):
+        return "s:" + value
+    return f"{type(value).__name__}:{len(value)}"

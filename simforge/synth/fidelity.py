@@ -1,0 +1,161 @@
+"""Fidelity: replay every recorded call of some episodes against a pack and count how many
+answers simforge reproduces.
+
+Each episode runs in a fresh world from its initial state (its task's, when the pack was learned
+from it; the pack's seed otherwise, as for held-out episodes), calls in recorded order, each
+straight through the tool (no latency, no faults: fidelity is about the answers). A recorded
+error counts under ``errors`` and matches when simforge refuses with the same text; other calls
+count under the tool's kind and match when the result is JSON-equal after parsing (numbers equal
+within 1e-9 relative) or, for strings, exactly equal.
+
+``replay_gold`` is the other check: each gold task's own actions, run through a full session,
+reach its expected state (``state_matches`` passes).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from simforge.synth.expr import same
+from simforge.synth.loader import load_synth_pack
+from simforge.synth.pack_files import SCENARIO
+from simforge.tools.context import ToolContext
+from simforge.tools.errors import ToolError
+from simforge.tools.pack import Pack
+from simforge.trace import iter_episodes
+from simforge.trace.episode import Episode
+from simforge.world.store import Row, World
+
+
+def _bucket() -> dict[str, Any]:
+    return {"calls": 0, "exact": 0, "rate": None}
+
+
+def _close(bucket: dict[str, Any]) -> None:
+    bucket["rate"] = round(bucket["exact"] / bucket["calls"], 4) if bucket["calls"] else None
+
+
+def _tasks(folder: Path) -> dict[str, Any]:
+    from simforge.scenario.loader import load_scenario
+
+    path = folder / SCENARIO
+    if not path.is_file():
+        return {}
+    scenario = load_scenario(path)
+    return {str(t.metadata.get("episode_id")): t for t in scenario.tasks}
+
+
+def _initial(pack: Pack, overrides: dict[str, dict[str, Any]] | None) -> dict[str, dict[str, Row]]:
+    base = pack.base()
+    if not overrides:
+        return base
+    out = dict(base)
+    for entity, rows in overrides.items():
+        schema = pack.schemas[entity]
+        table = dict(base.get(entity, {}))
+        for id, fields in rows.items():
+            if fields is None:
+                table.pop(id, None)
+            else:
+                table[id] = schema.validate_row(
+                    {**table.get(id, {}), **fields, schema.primary_key: id}
+                )
+        out[entity] = table
+    return out
+
+
+def fidelity(
+    folder: Path | str,
+    traces: Iterable[Path | str] = (),
+    *,
+    episodes: list[Episode] | None = None,
+    only: set[str] | None = None,
+) -> dict[str, Any]:
+    """``{"reads", "writes", "errors": {"calls", "exact", "rate"}, "by_tool", "episodes"}``;
+    ``only``: episode ids to measure (the pack's holdout, say)."""
+    folder = Path(folder)
+    pack = load_synth_pack(folder)
+    tasks = _tasks(folder)
+    if episodes is None:
+        episodes = list(iter_episodes([Path(p) for p in traces]))
+    totals = {"reads": _bucket(), "writes": _bucket(), "errors": _bucket()}
+    by_tool: dict[str, dict[str, Any]] = {}
+    measured = 0
+    for episode in episodes:
+        if not episode.tool_calls or (only is not None and episode.id not in only):
+            continue
+        measured += 1
+        task = tasks.get(episode.id)
+        world = World(pack.schemas, _initial(pack, task.initial_state if task else None))
+        rng = random.Random(0)
+        for n, call in enumerate(episode.tool_calls):
+            tool = pack.catalog.get(call.tool)
+            kind = tool.spec.kind if tool is not None else "read"
+            category = "errors" if call.error is not None else f"{kind}s"
+            entry = by_tool.setdefault(call.tool, {"kind": kind, **{k: _bucket() for k in totals}})
+            ok, value = False, None
+            if tool is not None:
+                ctx = ToolContext(world, float(n), rng, tool=call.tool, call_id=call.call_id)
+                try:
+                    value, ok = tool.invoke(ctx, call.args if call.args is not None else {}), True
+                except ToolError as exc:
+                    value = exc.message
+            if call.error is not None:
+                exact = not ok and value == call.error
+            else:
+                exact = ok and same(value, call.result)
+            for bucket in (totals[category], entry[category]):
+                bucket["calls"] += 1
+                bucket["exact"] += int(exact)
+    for bucket in totals.values():
+        _close(bucket)
+    for entry in by_tool.values():
+        for key in totals:
+            _close(entry[key])
+    return {**totals, "by_tool": dict(sorted(by_tool.items())), "episodes": measured}
+
+
+def holdout_ids(folder: Path | str) -> set[str]:
+    from simforge.synth.pack_files import read_manifest
+
+    return set(read_manifest(Path(folder)).get("split", {}).get("holdout") or [])
+
+
+def replay_gold(folder: Path | str) -> dict[str, Any]:
+    """Run each gold task's reference actions in a session; count ``state_matches`` passes."""
+    from simforge.env.core import SimforgeEnv
+    from simforge.scenario.registry import ScenarioRegistry
+
+    loaded = ScenarioRegistry.load_path(Path(folder) / SCENARIO)
+    env = SimforgeEnv(loaded)
+    passed, total, failures = 0, 0, []
+    for task in loaded.scenario.tasks:
+        if not task.metadata.get("gold"):
+            continue
+        total += 1
+        env.reset(seed=0, options={"task": task.id})
+        for step in task.oracle:
+            if step.calls:
+                env.step(
+                    {"tool_calls": [{"name": c.tool, "arguments": c.args} for c in step.calls]}
+                )
+            elif step.answer is not None:
+                env.step({"final_answer": step.answer})
+            if env.session is not None and env.session.done:
+                break
+        verdicts = {v.name: v for v in env.score().verdicts}
+        verdict = verdicts.get("state_matches")
+        nothing_expected = not task.expected.state and not task.expected.created
+        if (verdict is None and nothing_expected) or (verdict is not None and verdict.passed):
+            passed += 1
+        else:
+            failures.append(task.id)
+    return {
+        "tasks": total,
+        "passed": passed,
+        "rate": round(passed / total, 4) if total else None,
+        "failed": failures,
+    }

@@ -1,0 +1,300 @@
+"""Running a learned handler: the interpreter of the handler descriptions in ``tools.json``.
+
+The same code answers calls in a session (through :class:`~simforge.tools.ToolContext`) and checks
+a candidate handler against the recorded calls while learning (through :class:`DictStore`), so
+what fidelity measures is exactly what a session runs. Kinds:
+
+``get`` (an entity by its key argument, whole or a path into it), ``find`` (the key of the row
+whose fields equal the arguments), ``search`` (rows filtered by arguments and constants, merged
+with a sub-record an argument selects), ``update`` and ``create`` (learned effects), ``compute``
+(arithmetic), ``constant`` and ``replay``. Every kind checks the learned error conditions first.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+from collections.abc import Iterator, Mapping
+from typing import Any, Protocol
+
+from simforge.synth.effects import apply_effects
+from simforge.synth.entities import Ref, resolve
+from simforge.synth.errors import ErrorObservation, holds
+from simforge.synth.expr import Unresolved
+from simforge.synth.replay import ReplayTable
+from simforge.tools.errors import ToolError
+
+Row = dict[str, Any]
+
+
+class Store(Protocol):
+    def get(self, entity: str, id: str) -> Row | None: ...
+    def rows(self, entity: str) -> Iterator[Row]: ...
+    def update(self, entity: str, id: str, changes: Mapping[str, Any]) -> Row: ...
+    def insert(self, entity: str, row: Mapping[str, Any]) -> Row: ...
+
+
+class DictStore:
+    """A store over plain tables (learning-time checks); writes go to an overlay."""
+
+    def __init__(self, base: Mapping[str, Mapping[str, Row]], pks: Mapping[str, str]) -> None:
+        self.base = base
+        self.pks = pks
+        self.overlay: dict[str, dict[str, Row]] = {}
+
+    def get(self, entity: str, id: str) -> Row | None:
+        over = self.overlay.get(entity, {})
+        if id in over:
+            return over[id]
+        return self.base.get(entity, {}).get(id)
+
+    def rows(self, entity: str) -> Iterator[Row]:
+        over = self.overlay.get(entity, {})
+        base = self.base.get(entity, {})
+        for id, row in base.items():
+            yield over.get(id, row)
+        for id, row in over.items():
+            if id not in base:
+                yield row
+
+    def put(self, entity: str, id: str, row: Row) -> None:
+        self.overlay.setdefault(entity, {})[id] = row
+
+    def update(self, entity: str, id: str, changes: Mapping[str, Any]) -> Row:
+        row = {**(self.get(entity, id) or {}), **changes}
+        self.put(entity, id, row)
+        return row
+
+    def insert(self, entity: str, row: Mapping[str, Any]) -> Row:
+        new = dict(row)
+        pk = self.pks[entity]
+        if new.get(pk) is None:
+            new[pk] = f"{entity}-{len(self.overlay.get(entity, {})) + 1}"
+        self.put(entity, str(new[pk]), new)
+        return new
+
+
+class Runtime:
+    """What a handler needs beyond the store: sub-record parents and replay tables."""
+
+    def __init__(self, parent_of: Mapping[str, str], replays: Mapping[str, ReplayTable]) -> None:
+        self.parent_of = parent_of
+        self.replays = replays
+
+
+def _walk(node: Any, segments: list[dict[str, Any]], args: Mapping[str, Any]) -> Any:
+    for seg in segments:
+        key = seg["c"] if "c" in seg else args.get(seg["arg"])
+        if isinstance(node, dict) and key in node:
+            node = node[key]
+            continue
+        if isinstance(node, list) and isinstance(key, int) and -len(node) <= key < len(node):
+            node = node[key]
+            continue
+        raise Unresolved(segments)
+    return node
+
+
+def _refs(
+    desc: Mapping[str, Any], args: Mapping[str, Any], store: Store, rt: Runtime
+) -> tuple[dict[str, Any], tuple[str, ...]]:
+    out: dict[str, Any] = {}
+    missing: list[str] = []
+    for name, spec in (desc.get("refs") or {}).items():
+        ref = Ref(spec["entity"], spec.get("sub"))
+        value = args.get(name)
+        if isinstance(value, list):
+            records = [
+                resolve(ref, v, store.get, rt.parent_of) if isinstance(v, str) else None
+                for v in value
+            ]
+            if any(r is None for r in records):
+                missing.append(name)
+            out[name] = records
+        elif isinstance(value, str):
+            record = resolve(ref, value, store.get, rt.parent_of)
+            if record is None:
+                missing.append(name)
+            out[name] = record
+    return out, tuple(missing)
+
+
+def _check(desc: Mapping[str, Any], obs: ErrorObservation) -> None:
+    for rule in desc.get("errors") or []:
+        if holds(rule["when"], obs):
+            raise ToolError(rule["status"], "tool_error", rule["message"])
+
+
+def run(desc: Mapping[str, Any], store: Store, args: dict[str, Any], rt: Runtime) -> Any:
+    """The result of one call, or a :class:`ToolError` with the learned (or recorded) text."""
+    kind = desc["kind"]
+    tool = desc.get("tool", "")
+    if kind == "constant":
+        return desc["value"]
+    if kind == "replay":
+        return _replay(tool, args, rt)
+    if kind == "compute":
+        _check(desc, ErrorObservation({"args": args}, None))
+        return _compute(desc, args)
+    entity = desc.get("entity", "")
+    refs, missing_refs = _refs(desc, args, store, rt)
+    if kind in ("get", "update"):
+        key = args.get(desc["key"])
+        row = store.get(entity, key) if isinstance(key, str) else None
+        obs = ErrorObservation(
+            {"args": args, "old": row, "ref": refs}, None, row is None, False, missing_refs
+        )
+        _check(desc, obs)
+        if row is None:
+            raise ToolError.not_found(entity, key)
+        if kind == "get":
+            return _view(row, desc.get("view") or {}, args)
+        changes = apply_effects(desc.get("effects") or {}, obs.env)
+        new = store.update(entity, str(key), changes) if changes else row
+        return _returns(desc, new, tool, args, rt)
+    if kind == "find":
+        match = desc["match"].items()
+        hit = next(
+            (
+                row
+                for row in store.rows(entity)
+                if all(_matches(row, path, args.get(arg)) for arg, path in match)
+            ),
+            None,
+        )
+        obs = ErrorObservation({"args": args, "ref": refs}, None, False, hit is None, missing_refs)
+        _check(desc, obs)
+        if hit is None:
+            raise ToolError(404, "not_found", f"no {entity} matches")
+        return hit[desc["pk"]] if desc.get("returns", "key") == "key" else hit
+    if kind == "search":
+        _check(desc, ErrorObservation({"args": args, "ref": refs}, None))
+        return _search(desc, store, args)
+    if kind == "create":
+        obs = ErrorObservation(
+            {"args": args, "old": None, "ref": refs}, None, False, False, missing_refs
+        )
+        _check(desc, obs)
+        fields = apply_effects(desc.get("fields") or {}, obs.env)
+        pk = desc.get("pk")
+        if pk and (
+            not isinstance(fields.get(pk), str) or store.get(entity, fields[pk]) is not None
+        ):
+            fields.pop(pk, None)  # an id already taken: the world hands out a fresh one
+        new = store.insert(entity, fields)
+        return _returns(desc, new, tool, args, rt)
+    raise ValueError(f"unknown handler kind {kind!r}")
+
+
+def _returns(
+    desc: Mapping[str, Any], row: Row, tool: str, args: dict[str, Any], rt: Runtime
+) -> Any:
+    returns = desc.get("returns", "row")
+    if returns == "row":
+        return _view(row, desc.get("view") or {}, args)
+    if returns == "replay":
+        return _replay(tool, args, rt)
+    return returns["c"]
+
+
+def _matches(row: Row, path: list[Any], value: Any) -> bool:
+    node: Any = row
+    for part in path:
+        if not isinstance(node, dict) or part not in node:
+            return False
+        node = node[part]
+    return bool(node == value)
+
+
+def _view(row: Row, view: Mapping[str, Any], args: Mapping[str, Any]) -> Any:
+    if "path" in view:
+        try:
+            return _walk(row, view["path"], args)
+        except Unresolved:
+            raise ToolError(404, "not_found", "no such record") from None
+    omit = set(view.get("omit") or ())
+    omit_null = set(view.get("omit_null") or ())
+    if not omit and not omit_null:
+        return row
+    return {k: v for k, v in row.items() if k not in omit and not (v is None and k in omit_null)}
+
+
+def _search(desc: Mapping[str, Any], store: Store, args: Mapping[str, Any]) -> list[Any]:
+    view = desc.get("view") or {}
+    omit = set(view.get("omit") or ())
+    out = []
+    for row in store.rows(desc["entity"]):
+        try:
+            merged = {k: v for k, v in row.items() if k not in omit}
+            for segments in view.get("merge") or []:
+                sub = _walk(row, segments, args)
+                if not isinstance(sub, dict):
+                    raise Unresolved(segments)
+                merged.update(sub)
+            for name, arg in (view.get("add") or {}).items():
+                merged[name] = args.get(arg)
+            merged.update(view.get("const") or {})
+        except Unresolved:
+            continue
+        if all(_filter(merged, f, args) for f in desc.get("filters") or []):
+            out.append(merged)
+    return out
+
+
+def _filter(record: Row, rule: Mapping[str, Any], args: Mapping[str, Any]) -> bool:
+    want = args.get(rule["arg"]) if "arg" in rule else rule["c"]
+    return bool(record.get(rule["field"]) == want)
+
+
+def _replay(tool: str, args: dict[str, Any], rt: Runtime) -> Any:
+    table = rt.replays.get(tool)
+    match = table.lookup(args) if table is not None else None
+    if match is None:
+        raise ToolError(501, "not_implemented", f"{tool}: no recorded response")
+    if "error" in match.response:
+        raise ToolError(400, "tool_error", match.response["error"])
+    return match.response["result"]
+
+
+_OPS: dict[type, Any] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.Pow: operator.pow,
+    ast.Mod: operator.mod,
+    ast.FloorDiv: operator.floordiv,
+    ast.USub: operator.neg,
+    ast.UAdd: operator.pos,
+}
+
+
+def arithmetic(text: str) -> float:
+    """An arithmetic expression of numbers, + - * / ** % // and parentheses; nothing else."""
+
+    def ev(node: ast.AST) -> Any:
+        if isinstance(node, ast.Expression):
+            return ev(node.body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
+            return node.value
+        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+            right = ev(node.right)
+            if isinstance(node.op, ast.Pow) and abs(right) > 100:
+                raise ValueError("exponent too large")
+            return _OPS[type(node.op)](ev(node.left), right)
+        if isinstance(node, ast.UnaryOp) and type(node.op) in _OPS:
+            return _OPS[type(node.op)](ev(node.operand))
+        raise ValueError("not an arithmetic expression")
+
+    return float(ev(ast.parse(text, mode="eval")))
+
+
+def _compute(desc: Mapping[str, Any], args: Mapping[str, Any]) -> Any:
+    text = args.get(desc["arg"])
+    try:
+        value = arithmetic(str(text))
+    except (ValueError, SyntaxError, ZeroDivisionError, OverflowError) as exc:
+        raise ToolError(422, "invalid_expression", f"Error: {exc}") from None
+    digits = desc.get("digits")
+    result: Any = round(value, digits) if digits is not None else value
+    return str(result) if desc.get("as_string") else result

@@ -1,0 +1,279 @@
+"""Reading episodes for learning: what each tool was called with, what it touched, and the
+state of every entity just before each call.
+
+Two passes. The first profiles tools (argument and result samples, errors) and recognises
+entities in results. The second walks each episode in order over a copy-on-write view of the
+seed, so that every call is seen with the entity as it was at that moment: before a write the
+old row, after it the new one (from the write's own result, or else from the next read of the
+same entity), which is what effects are learned from. The same walk yields each episode's
+initial state (rows it saw before writing that differ from the seed) and its gold state (the
+rows its writes left behind).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from simforge.synth.entities import Entity, EntityCatalog, Ref, entity_name_for_key, is_key_name
+from simforge.synth.entities import resolve as resolve_ref
+from simforge.synth.expr import same
+from simforge.synth.handlers import DictStore
+from simforge.trace.episode import Episode, ToolCall
+
+Row = dict[str, Any]
+
+_WRITE = re.compile(
+    r"^(cancel|update|modify|create|book|delete|remove|send|return|exchange|transfer|add|set|"
+    r"reset|toggle|enable|disable|pay|refund|submit|post|put|patch|insert|assign|close|"
+    r"change|apply|issue|escalate|upgrade|downgrade|register|approve|reject|charge)"
+)
+
+
+@dataclass
+class ToolProfile:
+    name: str
+    args: list[dict[str, Any]] = field(default_factory=list)
+    results: list[Any] = field(default_factory=list)
+    calls: int = 0
+    errors: Counter[str] = field(default_factory=Counter)
+    durations: list[float] = field(default_factory=list)
+    description: str | None = None
+    mapping: Counter[tuple[str, str, str]] = field(default_factory=Counter)
+    """(mode, entity, key argument) votes: mode is record, key, list or path."""
+    refs: dict[str, Counter[Ref]] = field(default_factory=dict)
+    changed_state: int = 0
+
+    def best_mapping(self) -> tuple[str, str, str] | None:
+        if not self.mapping:
+            return None
+        (mode, entity, key), votes = self.mapping.most_common(1)[0]
+        successes = max(1, self.calls - sum(self.errors.values()))
+        return (mode, entity, key) if votes >= 0.3 * successes else None
+
+    def best_refs(self) -> dict[str, Ref]:
+        return {name: votes.most_common(1)[0][0] for name, votes in self.refs.items() if votes}
+
+    @property
+    def is_write(self) -> bool:
+        """Named like a write, or seen changing what it returns in most calls (a read that
+        sometimes disagrees with the snapshot is data drift, not a write)."""
+        successes = self.calls - sum(self.errors.values())
+        return self.write_by_name or self.changed_state > 0.5 * max(1, successes)
+
+    @property
+    def write_by_name(self) -> bool:
+        return bool(_WRITE.match(self.name.lower()))
+
+
+@dataclass
+class CallObservation:
+    """One call as the learner sees it."""
+
+    args: dict[str, Any]
+    env: dict[str, Any]
+    result: Any
+    error: str | None
+    missing_target: bool = False
+    new: Row | None = None
+    created: bool = False
+
+
+@dataclass
+class EpisodeState:
+    initial: dict[str, dict[str, Row]] = field(default_factory=dict)
+    final: dict[str, dict[str, Row | None]] = field(default_factory=dict)
+    written: set[tuple[str, str]] = field(default_factory=set)
+    created: set[tuple[str, str]] = field(default_factory=set)
+
+
+SAMPLE_CAP = 300
+
+
+def profile(episodes: Iterable[Episode], catalog: EntityCatalog) -> dict[str, ToolProfile]:
+    """Pass one: tool profiles, and entities for id fields the snapshot did not have."""
+    profiles: dict[str, ToolProfile] = {}
+    for episode in episodes:
+        for call in episode.tool_calls:
+            p = profiles.get(call.tool)
+            if p is None:
+                p = profiles[call.tool] = ToolProfile(call.tool)
+                desc = call.metadata.get("description")
+                p.description = desc if isinstance(desc, str) else None
+            p.calls += 1
+            if call.error is not None:
+                p.errors[call.error] += 1
+            if call.duration is not None:
+                p.durations.append(call.duration)
+            if isinstance(call.args, dict) and len(p.args) < SAMPLE_CAP * 3:
+                p.args.append(call.args)
+            if call.error is None and len(p.results) < SAMPLE_CAP:
+                p.results.append(call.result)
+            if call.error is None and isinstance(call.args, dict):
+                _vote(p, call, catalog)
+    return profiles
+
+
+def _vote(p: ToolProfile, call: ToolCall, catalog: EntityCatalog) -> None:
+    args = call.args or {}
+    result = call.result
+    index = catalog.index()
+    for name, value in args.items():
+        values = value if isinstance(value, list) else [value]
+        for v in values:
+            if isinstance(v, str) and v in index:
+                p.refs.setdefault(name, Counter())[index[v]] += 1
+    if isinstance(result, dict):
+        found = catalog.recognise(result)
+        if found is not None:
+            entity, own = found
+            for arg, given in args.items():
+                if given == own:
+                    p.mapping[("record", entity.name, arg)] += 1
+                    return
+            p.mapping[("created", entity.name, "")] += 1
+            return
+        for key, value in result.items():
+            if not (isinstance(value, str) and is_key_name(key)):
+                continue
+            for arg, given in args.items():
+                if given == value:
+                    entity = catalog.entity_for_key(key) or catalog.add(
+                        Entity(entity_name_for_key(key), key)
+                    )
+                    p.mapping[("record", entity.name, arg)] += 1
+                    return
+            break
+    elif isinstance(result, str) and result in index and index[result].sub is None:
+        p.mapping[("key", index[result].entity, "")] += 1
+    elif isinstance(result, list) and result and isinstance(result[0], dict):
+        found = catalog.recognise(result[0])
+        if found is not None:
+            p.mapping[("list", found[0].name, "")] += 1
+    else:
+        for arg, given in args.items():
+            if isinstance(given, str) and given in index and index[given].sub is None:
+                entity = catalog.entities[index[given].entity]
+                if arg == entity.pk or arg.endswith(entity.pk.split("_")[-1]):
+                    p.mapping[("path", entity.name, arg)] += 1
+                    return
+
+
+def learn_seed_rows(
+    episodes: Iterable[Episode], catalog: EntityCatalog, tools: dict[str, ToolProfile]
+) -> None:
+    """Rows that no snapshot held, from their first observation in a result."""
+    for episode in episodes:
+        for call in episode.tool_calls:
+            mapping = tools[call.tool].best_mapping() if call.tool in tools else None
+            if call.error is not None or (mapping is not None and mapping[0] == "created"):
+                continue  # a record a write created was not in the world before it
+            for entity, id, record in records_in(call, catalog, tools):
+                entity.rows.setdefault(id, record)
+                entity.fields.update(dict.fromkeys(record))
+    for entity in catalog.entities.values():
+        entity.normalise()
+    catalog.invalidate()
+
+
+def records_in(
+    call: ToolCall, catalog: EntityCatalog, tools: dict[str, ToolProfile]
+) -> list[tuple[Entity, str, Row]]:
+    result = call.result
+    mapping = tools[call.tool].best_mapping() if call.tool in tools else None
+    hint = catalog.entities[mapping[1]].pk if mapping and mapping[1] in catalog.entities else None
+    found: list[tuple[Entity, str, Row]] = []
+    candidates = result if isinstance(result, list) else [result]
+    for item in candidates[:100]:
+        if isinstance(item, dict):
+            recognised = catalog.recognise(item, hint)
+            if recognised is not None and (
+                mapping is None or mapping[0] != "list" or _full(recognised[0], item)
+            ):
+                found.append((recognised[0], recognised[1], item))
+    return found
+
+
+def _full(entity: Entity, record: Row) -> bool:
+    """A search hit is a full row only if it has every field the entity's rows have."""
+    sample = next(iter(entity.rows.values()), None)
+    return sample is None or set(sample) <= set(record)
+
+
+def walk(
+    episode: Episode,
+    catalog: EntityCatalog,
+    tools: dict[str, ToolProfile],
+    store_base: dict[str, dict[str, Row]],
+    pks: dict[str, str],
+    parent_of: dict[str, str],
+    sink: dict[str, list[CallObservation]] | None = None,
+) -> EpisodeState:
+    """Pass two for one episode: observations per tool (into ``sink``) and its states."""
+    store = DictStore(store_base, pks)
+    state = EpisodeState()
+    seen: set[tuple[str, str]] = set()
+    pending: dict[tuple[str, str], CallObservation] = {}
+    for call in episode.tool_calls:
+        args = call.args if isinstance(call.args, dict) else {}
+        profile_ = tools.get(call.tool)
+        mapping = profile_.best_mapping() if profile_ else None
+        old: Row | None = None
+        target: tuple[str, str] | None = None
+        if mapping and mapping[0] in ("record", "path") and isinstance(args.get(mapping[2]), str):
+            target = (mapping[1], args[mapping[2]])
+            old = store.get(*target)
+        refs: dict[str, Any] = {}
+        for name, ref in (profile_.best_refs() if profile_ else {}).items():
+            value = args.get(name)
+            if isinstance(value, list):
+                refs[name] = [
+                    resolve_ref(ref, v, store.get, parent_of) if isinstance(v, str) else None
+                    for v in value
+                ]
+            elif isinstance(value, str):
+                refs[name] = resolve_ref(ref, value, store.get, parent_of)
+        obs = CallObservation(
+            args,
+            {"args": args, "old": old, "ref": refs},
+            call.result,
+            call.error,
+            missing_target=target is not None and old is None,
+        )
+        is_write = bool(profile_ and profile_.write_by_name)
+        if call.error is None:
+            for entity, id, record in records_in(call, catalog, tools):
+                key = (entity.name, id)
+                before = store.get(*key)
+                if key not in seen and key not in state.written:
+                    seen.add(key)
+                    if before is not None and not _same_row(before, record):
+                        state.initial.setdefault(entity.name, {})[id] = record
+                if key in pending:
+                    pending.pop(key).new = record
+                if target == key or (is_write and before is None):
+                    obs.new = record
+                    if before is None:
+                        obs.created = True
+                        state.created.add(key)
+                    if profile_ and before is not None and not _same_row(before, record):
+                        profile_.changed_state += 1
+                store.put(entity.name, id, record)
+                if is_write and (target == key or before is None):
+                    state.written.add(key)
+                    state.final.setdefault(entity.name, {})[id] = record
+            if is_write and target is not None and obs.new is None:
+                pending[target] = obs
+                state.written.add(target)
+        if sink is not None:
+            sink.setdefault(call.tool, []).append(obs)
+    for entity_name, id in state.written:
+        state.final.setdefault(entity_name, {})[id] = store.get(entity_name, id)
+    return state
+
+
+def _same_row(a: Row, b: Row) -> bool:
+    return all(same(a.get(k), b.get(k)) for k in set(a) | set(b))

@@ -1,0 +1,83 @@
+"""The pack directory: plain files that anyone can read, diff and edit.
+
+::
+
+    pack.yaml        manifest: name, format, entities (primary key, field schemas, sub-records),
+                     file names, the train/holdout split, synthesis statistics
+    tools.json       [{"spec": ToolSpec, "handler": learned handler description}]
+    world.json.gz    the seed world: {entity: [rows]}
+    replay.json.gz   {tool: [{"args", "response": {"result"} | {"error"}}]}
+    scenario.yaml    a scenario with ``pack: .`` and one task per source episode
+
+Only ``scenario.yaml`` holds ground truth (expected states, reference actions); the pack loader
+never opens it, so nothing the agent side reaches (tool specs, handlers, replay answers) can
+carry a task's expected outcome.
+"""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+from typing import Any
+
+import orjson
+import yaml
+
+FORMAT = "simforge-synth/1"
+MANIFEST = "pack.yaml"
+TOOLS = "tools.json"
+WORLD = "world.json.gz"
+REPLAY = "replay.json.gz"
+SCENARIO = "scenario.yaml"
+
+_Dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class PackFormatError(ValueError):
+    """A pack directory that cannot be read; names the file and what is wrong."""
+
+
+def write_pack(
+    out: Path,
+    *,
+    manifest: dict[str, Any],
+    tools: list[dict[str, Any]],
+    world: dict[str, list[dict[str, Any]]],
+    replay: dict[str, list[dict[str, Any]]],
+    scenario: dict[str, Any],
+) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    manifest = {
+        "format": FORMAT,
+        **manifest,
+        "files": {"tools": TOOLS, "world": WORLD, "replay": REPLAY, "scenario": SCENARIO},
+    }
+    (out / MANIFEST).write_text(yaml.dump(manifest, Dumper=_Dumper, sort_keys=False))
+    (out / TOOLS).write_bytes(orjson.dumps(tools, option=orjson.OPT_INDENT_2))
+    (out / WORLD).write_bytes(gzip.compress(orjson.dumps(world), compresslevel=6, mtime=0))
+    (out / REPLAY).write_bytes(gzip.compress(orjson.dumps(replay), compresslevel=6, mtime=0))
+    (out / SCENARIO).write_text(
+        yaml.dump(scenario, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
+    )
+
+
+def read_manifest(folder: Path) -> dict[str, Any]:
+    path = folder / MANIFEST
+    try:
+        manifest = yaml.load(path.read_text(), Loader=_Loader)
+    except (OSError, yaml.YAMLError) as exc:
+        raise PackFormatError(f"{path}: {exc}") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise PackFormatError(f"{path}: expected format: {FORMAT}")
+    return manifest
+
+
+def read_json(path: Path) -> Any:
+    try:
+        data = path.read_bytes()
+        if data[:2] == b"\x1f\x8b":
+            data = gzip.decompress(data)
+        return orjson.loads(data)
+    except (OSError, orjson.JSONDecodeError, EOFError) as exc:
+        raise PackFormatError(f"{path}: {exc}") from None

@@ -1,0 +1,119 @@
+"""One task per source episode: what the user said, where the world started, where the
+episode's writes left it.
+
+The instruction is the user's first message and ``user_turns`` the rest of the user's side of the
+dialogue, so the scripted user replays the conversation and multi-turn tasks run without an LLM
+user. (A benchmark's hidden user brief, such as tau2's ``user_scenario``, is not shown to the
+agent: it often spells out the expected outcome.) The expected state is what the episode's own
+writes produced, as observed in the trace; it is gold only when the episode was labelled
+successful, or when no label exists. It lives in the scenario file, which only the scenario
+loader and the scorer read.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from simforge.synth.expr import same
+from simforge.synth.observe import EpisodeState
+from simforge.trace.episode import Episode
+
+Row = dict[str, Any]
+
+
+def task_id(index: int, episode: Episode) -> str:
+    raw = episode.task.id or episode.id
+    slug = re.sub(r"[^a-z0-9]+", "-", str(raw).lower()).strip("-")[:40]
+    return f"ep{index:05d}-{slug}" if slug else f"ep{index:05d}"
+
+
+def is_gold(episode: Episode) -> bool:
+    outcome = episode.outcome
+    if outcome.success is not None:
+        return outcome.success
+    if outcome.reward is not None:
+        return outcome.reward >= 1.0
+    return True
+
+
+def build_task(
+    index: int,
+    episode: Episode,
+    state: EpisodeState,
+    base: dict[str, dict[str, Row]],
+    pks: dict[str, str],
+) -> dict[str, Any]:
+    users = [m.content for m in episode.messages if m.role == "user" and m.content]
+    instruction = users[0] if users else (episode.task.instruction or f"Episode {episode.id}")
+    gold = is_gold(episode)
+    expected: dict[str, Any] = {}
+    if gold:
+        expected = _expected(state, base, pks)
+    initial = {
+        entity: {
+            id: {k: v for k, v in row.items() if k != pks.get(entity)} for id, row in rows.items()
+        }
+        for entity, rows in state.initial.items()
+    }
+    return {
+        "id": task_id(index, episode),
+        "instruction": instruction,
+        "user_turns": users[1:],
+        "initial_state": initial,
+        "expected": expected,
+        "oracle": _oracle(episode),
+        "metadata": {"episode_id": episode.id, "gold": gold, "source": episode.source.format},
+    }
+
+
+def _expected(
+    state: EpisodeState, base: dict[str, dict[str, Row]], pks: dict[str, str]
+) -> dict[str, Any]:
+    rows: dict[str, dict[str, Any]] = {}
+    created: list[dict[str, Any]] = []
+    for entity, finals in state.final.items():
+        for id, final in finals.items():
+            start = state.initial.get(entity, {}).get(id) or base.get(entity, {}).get(id)
+            if (entity, id) in state.created or start is None:
+                if final is not None:
+                    pk = pks.get(entity)
+                    created.append(
+                        {"entity": entity, "match": {k: v for k, v in final.items() if k != pk}}
+                    )
+                continue
+            if final is None:
+                rows.setdefault(entity, {})[id] = None
+                continue
+            changed = {
+                k: final.get(k)
+                for k in dict.fromkeys([*start, *final])
+                if not same(start.get(k), final.get(k))
+            }
+            if changed:
+                rows.setdefault(entity, {})[id] = changed
+    out: dict[str, Any] = {}
+    if rows:
+        out["state"] = rows
+    if created:
+        out["created"] = created
+    return out
+
+
+def _oracle(episode: Episode) -> list[dict[str, Any]]:
+    """The episode's own actions: calls issued together form one step, then the last answer."""
+    steps: list[dict[str, Any]] = []
+    group: Any = object()
+    for call in episode.tool_calls:
+        if call.requestor != "assistant":
+            continue
+        key = call.message_index if call.message_index is not None else object()
+        entry = {"tool": call.tool, "args": call.args if isinstance(call.args, dict) else {}}
+        if steps and key == group:
+            steps[-1]["calls"].append(entry)
+        else:
+            steps.append({"calls": [entry]})
+            group = key
+    answers = [m.content for m in episode.messages if m.role == "assistant" and m.content]
+    steps.append({"answer": answers[-1] if answers else "done"})
+    return steps

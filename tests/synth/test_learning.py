@@ -1,0 +1,129 @@
+"""Learning from hand-made calls: entities, effects (constants, argument functions, list
+edits, arithmetic), error conditions and the replay table's nearest match."""
+
+from __future__ import annotations
+
+from simforge.synth.effects import learn_effects, learn_value
+from simforge.synth.entities import (
+    Entity,
+    EntityCatalog,
+    Ref,
+    entity_name_for_key,
+    from_snapshot,
+    resolve,
+)
+from simforge.synth.errors import ErrorObservation, holds, learn_errors
+from simforge.synth.expr import evaluate
+from simforge.synth.replay import ReplayTable
+
+
+def _env(args, old, ref=None):
+    return {"args": args, "old": old, "ref": ref or {}}
+
+
+def test_entities_from_id_fields_and_sub_records():
+    catalog = EntityCatalog()
+    products = [
+        {
+            "product_id": "p1",
+            "name": "Lamp",
+            "variants": {"i1": {"item_id": "i1", "price": 5.0}},
+            "__key__": "p1",
+        }
+    ]
+    from_snapshot({"products": products}, catalog)
+    product = catalog.entities["Product"]
+    assert product.pk == "product_id" and product.subs == {"variants": "item_id"}
+    assert catalog.index()["i1"] == Ref("Product", "variants")
+    merged = resolve(
+        Ref("Product", "variants"), "i1", lambda e, i: product.rows.get(i), {"i1": "p1"}
+    )
+    assert merged == {"product_id": "p1", "name": "Lamp", "item_id": "i1", "price": 5.0}
+    assert entity_name_for_key("reservation_id") == "Reservation"
+    catalog.add(Entity("Order", "order_id", rows={"o1": {"order_id": "o1", "user_id": "u"}}))
+    entity, id = catalog.recognise({"order_id": "o1", "user_id": "u", "extra": 1})
+    assert (entity.name, id) == ("Order", "o1")
+
+
+def test_effects_learn_constants_and_argument_functions():
+    observations = []
+    for n, reason in enumerate(["mistake", "not needed", "mistake"]):
+        old = {"id": f"o{n}", "status": "pending", "reason": None, "items": ["b", "a"]}
+        args = {"id": f"o{n}", "reason": reason, "items": [f"z{n}", "y"]}
+        new = {**old, "status": "cancelled", "reason": reason, "items": sorted(args["items"])}
+        observations.append((new, _env(args, old)))
+    model = learn_effects(observations)
+    assert model.changes["status"] == {"c": "cancelled"}
+    assert model.changes["reason"] == {"p": ["args", "reason"]}
+    assert model.changes["items"] == {"sorted": {"p": ["args", "items"]}}
+    assert model.score == 3
+
+
+def test_effects_append_one_element_per_payment_and_build_objects_from_args():
+    observations = []
+    for n in range(4):
+        payments = [{"amount": 10.0 + n, "method": f"m{n}"}] * (1 + n % 2)
+        old = {"payments": payments, "address": {"city": "A"}}
+        args = {"city": f"C{n}", "zip": f"{n:05d}"}
+        refunds = [
+            {"kind": "refund", "amount": -p["amount"], "method": p["method"]} for p in payments
+        ]
+        new = {
+            "payments": payments + refunds,
+            "address": {"city": args["city"], "zip": args["zip"]},
+        }
+        observations.append((new, _env(args, old)))
+    model = learn_effects(observations)
+    assert model.score == 4
+    assert "appendmap" in model.changes["payments"]
+    assert model.changes["address"] == {
+        "obj": {"city": {"p": ["args", "city"]}, "zip": {"p": ["args", "zip"]}}
+    }
+
+
+def test_effects_replace_items_by_the_records_the_arguments_name_and_price_differences():
+    samples = []
+    for n in range(3):
+        old_items = [{"item_id": f"a{n}", "price": 5.0 + n}, {"item_id": f"b{n}", "price": 7.0}]
+        variants = [{"item_id": f"v{n}", "price": 9.5 + n, "name": "new", "available": True}]
+        args = {"order_id": "o", "item_ids": [f"a{n}"], "new_item_ids": [f"v{n}"]}
+        ref = {"new_item_ids": variants, "item_ids": [{"item_id": f"a{n}", "price": 5.0 + n}]}
+        new_items = [{"item_id": f"v{n}", "price": 9.5 + n, "name": "new"}, old_items[1]]
+        env = _env(args, {"items": old_items}, ref)
+        samples.append(({"items": new_items, "difference": round(4.5, 2)}, env))
+    model = learn_effects([(new, env) for new, env in samples])
+    assert "replace" in model.changes["items"]
+    assert model.score == 3
+    learned = learn_value([(4.5, env) for _, env in samples])
+    assert learned.score == 3 and evaluate(learned.expr, samples[0][1]) == 4.5
+
+
+def test_error_conditions_unknown_id_state_precondition_and_argument_checks():
+    obs = [
+        ErrorObservation(_env({"id": "x"}, None), "Error: order not found", missing_target=True),
+        ErrorObservation(_env({"id": "o1"}, {"status": "delivered"}), "Error: not pending"),
+        ErrorObservation(_env({"id": "o4"}, {"status": "shipped"}), "Error: not pending"),
+        ErrorObservation(
+            _env({"id": "o2", "a": [1, 2], "b": [3]}, {"status": "pending"}),
+            "Error: lengths differ",
+        ),
+        ErrorObservation(_env({"id": "o3", "a": [1], "b": [2]}, {"status": "pending"}), None),
+        ErrorObservation(_env({"id": "o5", "a": [1], "b": [5]}, {"status": "pending"}), None),
+    ]
+    rules = learn_errors(obs)
+    by_message = {r["message"]: r for r in rules}
+    assert by_message["Error: order not found"]["when"] == {"missing": "target"}
+    assert by_message["Error: order not found"]["status"] == 404
+    assert by_message["Error: not pending"]["when"] == {"not_in": [["old", "status"], ["pending"]]}
+    assert by_message["Error: lengths differ"]["when"] == {"len_ne": ["a", "b"]}
+    assert holds({"pair_eq": ["a", "b"]}, ErrorObservation(_env({"a": [1], "b": [1]}, None), None))
+
+
+def test_replay_exact_then_nearest_match_with_score():
+    table = ReplayTable()
+    table.add({"query": "refund policy"}, {"result": "30 days"})
+    table.add({"query": "shipping times"}, {"result": "2 days"})
+    assert table.lookup({"query": "refund policy"}).score == 1.0
+    near = table.lookup({"query": "refund polcy"})
+    assert near.response == {"result": "30 days"} and 0.5 < near.score < 1.0
+    assert ReplayTable().lookup({"q": 1}) is None
