@@ -266,3 +266,7 @@ def _emit(rows: list[dict[str, Any]], as_json: bool, columns: list[str], what: s
 
 def main() -> None:
     app()
+
+
+if __name__ == "__main__":
+    main()

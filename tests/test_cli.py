@@ -83,12 +83,16 @@ def test_scenarios_and_tools_are_listed_as_json():
 
 
 def test_demo_prints_the_table_and_the_oracle_solves_everything():
+    """Every task, without faults and under a profile its scenario declares solvable: the
+    (retrying) oracle solves it, the no-op and the cheater score nothing."""
     result = runner.invoke(app, ["demo", "--json"])
     assert result.exit_code == 0, result.output
     episodes = json.loads(result.stdout)["episodes"]
-    oracle = [e for e in episodes if e["policy"] == "oracle"]
-    noop = [e for e in episodes if e["policy"] == "noop"]
-    assert oracle and all(e["reward"] == 1.0 for e in oracle)
-    assert noop and all(e["reward"] == 0.0 for e in noop)
+    by_policy = {p: [e for e in episodes if e["policy"] == p] for p in ("oracle-retrying", "noop", "cheater")}
+    assert all(by_policy.values())
+    assert {e["faults"] for e in by_policy["oracle-retrying"]} > {"none"}
+    failed = [(e["scenario"], e["task"], e["faults"], e["reward"]) for e in by_policy["oracle-retrying"] if e["reward"] != 1.0]
+    assert not failed
+    assert all(e["reward"] == 0.0 for e in by_policy["noop"] + by_policy["cheater"])
     table = runner.invoke(app, ["demo"])
     assert table.exit_code == 0 and "oracle" in table.stdout and "noop" in table.stdout

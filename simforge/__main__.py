@@ -1,0 +1,5 @@
+"""`python -m simforge` runs the command line."""
+
+from simforge.cli import main
+
+main()

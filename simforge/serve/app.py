@@ -1,0 +1,165 @@
+"""``create_app``: one FastAPI application serving a scenario (or a pack) four ways.
+
+::
+
+    POST /tools/{name}, /s/{sid}/tools/{name}   tool plane (bare ASGI, hot path)   open
+    /mcp, /s/{sid}/mcp                          MCP, streamable HTTP                open
+    /sessions/...                               control plane (FastAPI router)      token
+    /ws                                         OpenEnv WebSocket protocol          token
+    /health, /schema, /metadata                 OpenEnv discovery                   open
+    /openapi.json, /docs                        every tool, from its ToolSpec       open
+
+The open surfaces are what an agent under test may reach; none of them reads a score, a
+trajectory, an expected state or a validator setting. Requests for the tool plane and MCP are
+dispatched in :meth:`SimforgeApp.__call__` before FastAPI's routing, so the hot path pays for
+no middleware, and a connection reset can reach uvicorn's socket.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+
+from simforge.config import NotFound
+from simforge.scenario.plugins import PluginError, load_pack
+from simforge.scenario.registry import LoadedScenario, default_registry
+from simforge.tools.pack import Pack
+
+from .control_plane import control_router
+from .mcp_server import SESSION_SCOPE_KEY, build_mcp
+from .openenv import openenv_router
+from .problems import install_handlers
+from .sessions import Limits, SessionManager, sandbox_scenario
+from .tool_plane import Receive, Scope, Send, ToolPlane, route, tool_operations
+
+
+def resolve_target(target: str | Pack | LoadedScenario) -> LoadedScenario:
+    """A scenario id or YAML path, a pack folder or name, or an already loaded one."""
+    if isinstance(target, LoadedScenario):
+        return target
+    if isinstance(target, Pack):
+        return sandbox_scenario(target)
+    path = Path(target)
+    if path.is_dir() and (path / "pack.py").is_file():
+        return sandbox_scenario(load_pack(str(path)))
+    try:
+        return default_registry.get(target)
+    except NotFound:
+        try:
+            return sandbox_scenario(load_pack(target))
+        except PluginError:
+            pass
+        raise
+
+
+class SimforgeApp(FastAPI):
+    """FastAPI, with the tool plane and MCP answered before routing."""
+
+    tool_plane: ToolPlane
+    mcp: Any
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            path = scope["path"]
+            target = route(path)
+            if target is not None:
+                await self.tool_plane(scope, receive, send, *target)
+                return
+            if path == "/mcp" or (path.startswith("/s/") and path.endswith("/mcp")):
+                sid = path[3:-4] if path.startswith("/s/") else None
+                if sid is None or (sid and "/" not in sid):
+                    scope = dict(scope)
+                    scope[SESSION_SCOPE_KEY] = sid
+                    await self.mcp.handle_request(scope, receive, send)
+                    return
+        await super().__call__(scope, receive, send)
+
+
+def create_app(
+    target: str | Pack | LoadedScenario,
+    *,
+    time_scale: float = 1.0,
+    token: str | None = None,
+    limits: Limits = Limits(),
+    task: str | None = None,
+    faults: str | None = None,
+    seed: int | None = None,
+) -> SimforgeApp:
+    """The server for ``target``. ``time_scale`` maps simulated seconds to wall seconds (0:
+    answer at once); without ``token`` one is generated (``app.state.token``)."""
+    loaded = resolve_target(target)
+    token = token or secrets.token_urlsafe(24)
+    manager = SessionManager(loaded, time_scale=time_scale, limits=limits)
+    manager.create_default(task=task, seed=seed, faults=faults)
+    mcp = build_mcp(manager)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        reaper = asyncio.create_task(manager.reap_forever())
+        try:
+            async with mcp.run():
+                yield
+        finally:
+            reaper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reaper
+
+    scenario = loaded.scenario
+    app = SimforgeApp(
+        title=f"simforge: {scenario.id}",
+        description=(
+            f"Mocked tools of pack `{loaded.pack.name}` ({scenario.id}). Tools are open; "
+            "`/sessions` needs `Authorization: Bearer <token>`. See docs/serving.md."
+        ),
+        version="1",
+        lifespan=lifespan,
+    )
+    app.tool_plane = ToolPlane(manager)
+    app.mcp = mcp
+    app.state.manager = manager
+    app.state.token = token
+    install_handlers(app)
+    app.include_router(control_router(manager, token))
+    app.include_router(openenv_router(manager, token))
+    _document_tools(app, manager)
+    return app
+
+
+def _document_tools(app: FastAPI, manager: SessionManager) -> None:
+    """``/openapi.json`` = FastAPI's own routes + one operation per tool, built from each
+    ToolSpec's JSON schemas as they are (see :func:`tool_operations`)."""
+    catalog = manager.loaded.pack.catalog
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = get_openapi(
+                title=app.title,
+                version=app.version,
+                description=app.description,
+                routes=app.routes,
+            )
+            paths, components = tool_operations(catalog)
+            schema["paths"] = {**paths, **schema.get("paths", {})}
+            schema.setdefault("components", {}).setdefault("schemas", {}).update(components)
+            schema["components"]["securitySchemes"] = {
+                "bearer": {"type": "http", "scheme": "bearer"}
+            }
+            for path, item in schema["paths"].items():
+                if path.startswith("/sessions"):
+                    for op in item.values():
+                        op["security"] = [{"bearer": []}]
+            schema["tags"] = [
+                {"name": system, "description": f"Tools of the {system} system."}
+                for system in sorted({t.spec.system or "tools" for t in catalog.values()})
+            ] + [{"name": "control plane", "description": "Sessions; needs the token."}]
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]

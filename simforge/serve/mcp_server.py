@@ -1,0 +1,97 @@
+"""MCP over streamable HTTP at ``/mcp`` (or ``/s/{session}/mcp``), with the official ``mcp``
+package's low-level server.
+
+The MCP server is stateless (``stateless=True``, JSON answers): every HTTP request carries the
+simforge session it speaks for (path prefix or ``X-Simforge-Session``), so an MCP connection
+needs no server-side state of its own and a simforge session is shared by REST and MCP alike.
+A tool's MCP form comes from its ToolSpec (input and output schema, a read-only hint); a call is
+the same simulated call as ``POST /tools/{name}``, and an error comes back as an error result
+(``isError``) carrying the problem body, so the model can read it and retry.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mcp_types as types
+import orjson
+from mcp.server.lowlevel.server import Server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+from .problems import Problem, tool_problem
+from .sessions import SessionManager
+from .tool_plane import invoke
+
+SESSION_SCOPE_KEY = "simforge.session"
+
+
+def _session_of(ctx: Any) -> str | None:
+    request = getattr(ctx, "request", None)
+    if request is None:
+        return None
+    scope = getattr(request, "scope", {})
+    sid = scope.get(SESSION_SCOPE_KEY)
+    if sid:
+        return str(sid)
+    header = request.headers.get("x-simforge-session")
+    return str(header) if header else None
+
+
+def _text(data: Any) -> types.TextContent:
+    return types.TextContent(type="text", text=orjson.dumps(data, default=repr).decode())
+
+
+def mcp_tools(manager: SessionManager, session_id: str | None) -> list[types.Tool]:
+    served = manager.get(session_id or "default")
+    tools = []
+    for tool in served.session.tools.values():
+        spec = tool.spec
+        output = spec.output_schema if spec.output_schema.get("type") == "object" else None
+        tools.append(
+            types.Tool(
+                name=spec.name,
+                description=spec.description,
+                input_schema=spec.input_schema,
+                output_schema=output,
+                annotations=types.ToolAnnotations(read_only_hint=spec.kind == "read"),
+            )
+        )
+    return tools
+
+
+def build_mcp(manager: SessionManager) -> StreamableHTTPSessionManager:
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        try:
+            return types.ListToolsResult(tools=mcp_tools(manager, _session_of(ctx)))
+        except Problem as problem:
+            raise ValueError(problem.detail) from None
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        try:
+            outcome = await invoke(manager, _session_of(ctx), params.name, params.arguments or {})
+        except Problem as problem:
+            return types.CallToolResult(content=[_text(problem.body())], is_error=True)
+        if outcome.error is not None:
+            body = tool_problem(outcome.error).body()
+            if outcome.error.get("status") == 0:
+                body["detail"] = "connection reset by peer"
+            return types.CallToolResult(content=[_text(body)], is_error=True)
+        result = outcome.result
+        return types.CallToolResult(
+            content=[_text(result)],
+            structured_content=result if isinstance(result, dict) else None,
+        )
+
+    server: Server[Any] = Server(
+        "simforge",
+        version="1",
+        instructions="Mocked enterprise tools served by simforge.",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+    return StreamableHTTPSessionManager(
+        app=server,
+        stateless=True,
+        json_response=True,
+        max_request_body_size=manager.limits.max_body_bytes,
+    )

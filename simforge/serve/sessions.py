@@ -1,0 +1,346 @@
+"""Served sessions: one :class:`SimforgeEnv` per session id, with the limits a shared server needs.
+
+The kernel stays free of HTTP and of asyncio: a served session drives its env synchronously
+(one ``session.step`` per tool call, in virtual time, microseconds) and only the *answer* waits,
+with ``asyncio.sleep``, for the simulated latency mapped onto wall time. Calls to one session are
+serialized by its ``asyncio.Lock`` (a simpy clock cannot be advanced by two callers at once);
+sessions never share a World, a clock or an RNG, so many run side by side in one process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from simforge.config import ConfigError, NotFound
+from simforge.env.core import SimforgeEnv
+from simforge.faults.library import resolve_profile
+from simforge.scenario.model import BudgetConfig, Scenario, Task
+from simforge.scenario.plugins import PluginError
+from simforge.scenario.registry import LoadedScenario, default_registry
+from simforge.sim.calls import CallOutcome
+from simforge.sim.session import CallRequest, Session
+from simforge.tools.pack import Pack
+from simforge.tools.spec import Constant
+
+from .problems import Problem
+
+DEFAULT_SESSION = "default"
+UNBOUNDED = BudgetConfig(max_steps=2**62, max_sim_seconds=1e15)
+"""Budgets of a sandbox session (the server's default one): a harness under load test makes
+hundreds of thousands of calls, which no scenario budget is meant for."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one server allows; every limit answers a problem, never a crash."""
+
+    max_sessions: int = 1000
+    idle_ttl: float = 900.0
+    """Seconds without a request after which a session is deleted (the default one never is)."""
+    max_body_bytes: int = 1 << 20
+    max_pending_per_session: int = 64
+    """Requests one session may have queued on its lock; beyond that, 429."""
+    idempotency_window: int = 256
+    """Step answers remembered per session, by request id."""
+
+
+def sandbox_scenario(pack: Pack) -> LoadedScenario:
+    """A pack served on its own: one free task with no expectations, so that ``reset``/``step``
+    and the tool plane work the same as for a scenario."""
+    name = "".join(c if c.isalnum() else "-" for c in pack.name.lower()).strip("-") or "pack"
+    scenario = Scenario(
+        id=f"serve/{name}-v1",
+        description=pack.description,
+        pack=str(pack.path or pack.name),
+        tasks=[Task(id="sandbox", instruction=f"Use the {pack.name} tools.")],
+        think_time=Constant(seconds=0.0),
+    )
+    return LoadedScenario(scenario, pack, None)
+
+
+def with_budgets(loaded: LoadedScenario, budgets: BudgetConfig) -> LoadedScenario:
+    scenario = loaded.scenario.model_copy(update={"budgets": budgets})
+    return LoadedScenario(scenario, loaded.pack, loaded.path)
+
+
+@dataclass
+class ServedSession:
+    """One session's env, lock and clock mapping. ``wall_anchor``/``sim_anchor`` map the
+    simulated clock onto the event loop's clock in real-time mode."""
+
+    id: str
+    env: SimforgeEnv
+    time_scale: float
+    sandbox: bool = False
+    max_pending: int = Limits.max_pending_per_session
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    pending: int = 0
+    created_at: float = field(default_factory=time.time)
+    last_used: float = field(default_factory=time.monotonic)
+    wall_anchor: float = field(default_factory=time.monotonic)
+    answers: OrderedDict[str, Any] = field(default_factory=OrderedDict)
+
+    @property
+    def session(self) -> Session:
+        session = self.env.session
+        assert session is not None
+        return session
+
+    def touch(self) -> None:
+        self.last_used = time.monotonic()
+
+    def reset(self, seed: int | None, options: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+        obs, info = self.env.reset(seed=seed, options=options)
+        self.wall_anchor = time.monotonic()
+        self.answers.clear()
+        return obs, info
+
+    def initial_observation(self) -> dict[str, Any]:
+        """What ``reset`` showed the agent (instruction and tools), rebuilt on demand rather than
+        kept: an idle session should cost only its World overlay and clock."""
+        task = self.env.task
+        assert task is not None
+        return {
+            "task": {"id": task.id, "instruction": task.instruction},
+            "tools": self.env.pack.catalog.to_openai(),
+            "time": 0.0,
+            "step": 0,
+            "results": [],
+            "user": None,
+        }
+
+    def think_for_wall_clock(self) -> float:
+        """In real-time mode, the simulated seconds that passed on the wall since the last answer
+        (the agent's real thinking); in virtual mode (scale 0) none."""
+        if self.time_scale <= 0:
+            return 0.0
+        target = (time.monotonic() - self.wall_anchor) / self.time_scale
+        return max(0.0, target - self.session.now)
+
+    async def wait_until_sim_now(self) -> None:
+        """Let the wall clock catch up with the simulated clock (scaled)."""
+        if self.time_scale <= 0:
+            return
+        delay = self.wall_anchor + self.session.now * self.time_scale - time.monotonic()
+        if delay > 0:
+            await asyncio.sleep(delay)
+
+    async def call(self, tool: str, args: Any) -> CallOutcome | None:
+        """One tool-plane call: a step of its own in simulated time; the answer waits for the
+        simulated latency. ``None`` when the episode ended before the call could start."""
+        if self.pending >= self.max_pending:
+            raise Problem(
+                429,
+                "too_many_pending",
+                f"session {self.id!r} has {self.pending} requests queued",
+                headers={"Retry-After": "1"},
+                retry_after=1.0,
+            )
+        self.pending += 1
+        try:
+            async with self.lock:
+                self.touch()
+                session = self.session
+                if session.done:
+                    raise episode_ended(self)
+                outcomes = session.step(
+                    [CallRequest(tool, args)], think=self.think_for_wall_clock()
+                )
+                await self.wait_until_sim_now()
+                self.touch()
+                return outcomes[0] if outcomes else None
+        finally:
+            self.pending -= 1
+
+    def remember(self, request_id: str, answer: Any, window: int) -> None:
+        self.answers[request_id] = answer
+        while len(self.answers) > window:
+            self.answers.popitem(last=False)
+
+
+def episode_ended(served: ServedSession) -> Problem:
+    session = served.session
+    reason = "terminated" if session.terminated else (session.truncation_reason or "ended")
+    return Problem(
+        409,
+        "episode_ended",
+        f"session {served.id!r}: the episode has ended ({reason}); reset it on the control plane",
+    )
+
+
+class SessionManager:
+    """Creates, finds, resets and deletes served sessions; evicts idle ones."""
+
+    def __init__(
+        self, loaded: LoadedScenario, *, time_scale: float = 1.0, limits: Limits = Limits()
+    ) -> None:
+        self.loaded = loaded
+        self.time_scale = time_scale
+        self.limits = limits
+        self.sessions: dict[str, ServedSession] = {}
+        self._sandbox = with_budgets(loaded, UNBOUNDED)
+
+    def create_default(
+        self, *, task: str | None = None, seed: int | None = None, faults: str | None = None
+    ) -> ServedSession:
+        """The session the tool plane uses when a request names none: a sandbox (no budgets)."""
+        return self.create(
+            session_id=DEFAULT_SESSION, task=task, seed=seed, faults=faults, sandbox=True
+        )
+
+    def create(
+        self,
+        *,
+        session_id: str | None = None,
+        scenario: str | None = None,
+        task: str | None = None,
+        seed: int | None = None,
+        faults: str | None = None,
+        sandbox: bool = False,
+        max_steps: int | None = None,
+        max_sim_seconds: float | None = None,
+    ) -> ServedSession:
+        self.evict_idle()
+        if len(self.sessions) >= self.limits.max_sessions:
+            raise Problem(
+                503,
+                "too_many_sessions",
+                f"the server holds its maximum of {self.limits.max_sessions} sessions; "
+                "delete one or wait for idle ones to expire",
+                headers={"Retry-After": "5"},
+                retry_after=5.0,
+            )
+        sid = session_id or secrets.token_urlsafe(12)
+        if sid in self.sessions:
+            raise Problem(
+                409,
+                "session_exists",
+                f"session {sid!r} already exists",
+                errors=[{"field": "body.session_id", "problem": "already exists"}],
+            )
+        loaded = self._scenario(scenario, sandbox)
+        if max_steps is not None or max_sim_seconds is not None:
+            budgets = loaded.scenario.budgets.model_copy(
+                update={
+                    k: v
+                    for k, v in (("max_steps", max_steps), ("max_sim_seconds", max_sim_seconds))
+                    if v is not None
+                }
+            )
+            loaded = with_budgets(loaded, budgets)
+        try:
+            env = SimforgeEnv(loaded, task=task, faults=faults)
+            served = ServedSession(
+                sid,
+                env,
+                self.time_scale,
+                sandbox=sandbox,
+                max_pending=self.limits.max_pending_per_session,
+            )
+            served.reset(seed, {})
+        except NotFound as exc:
+            field_name = _field_of(str(exc))
+            raise Problem(
+                422,
+                "invalid_session",
+                str(exc),
+                errors=[{"field": field_name, "problem": str(exc)}],
+            ) from None
+        self.sessions[sid] = served
+        return served
+
+    def _scenario(self, scenario: str | None, sandbox: bool) -> LoadedScenario:
+        if scenario is None or scenario == self.loaded.scenario.id:
+            return self._sandbox if sandbox else self.loaded
+        if "/" not in scenario or scenario.endswith((".yaml", ".yml")) or scenario.startswith("."):
+            # Only registered ids: a path from a remote caller would load code from disk.
+            raise Problem(
+                422,
+                "invalid_session",
+                f"scenario {scenario!r}: expected a registered scenario id (domain/name-vN)",
+                errors=[{"field": "body.scenario", "expected": "a registered scenario id"}],
+            )
+        try:
+            loaded = default_registry.get(scenario)
+        except (NotFound, ConfigError, PluginError) as exc:
+            raise Problem(
+                422,
+                "invalid_session",
+                str(exc),
+                errors=[{"field": "body.scenario", "problem": "unknown scenario"}],
+            ) from None
+        return with_budgets(loaded, UNBOUNDED) if sandbox else loaded
+
+    def get(self, session_id: str) -> ServedSession:
+        served = self.sessions.get(session_id)
+        if served is None:
+            raise Problem(
+                404,
+                "unknown_session",
+                f"no session {session_id!r}; sessions are created on the control plane",
+                errors=[{"field": "session", "problem": "unknown session id"}],
+            )
+        return served
+
+    def reset(
+        self,
+        session_id: str,
+        *,
+        seed: int | None = None,
+        task: str | None = None,
+        faults: str | None = None,
+    ) -> tuple[ServedSession, dict[str, Any], dict[str, Any]]:
+        served = self.get(session_id)
+        options: dict[str, Any] = {}
+        if task is not None:
+            options["task"] = task
+        if faults is not None:
+            options["faults"] = faults
+        try:
+            if faults is not None:
+                resolve_profile(faults, served.env.scenario.faults.custom)
+            obs, info = served.reset(seed, options)
+        except NotFound as exc:
+            raise Problem(
+                422,
+                "invalid_reset",
+                str(exc),
+                errors=[{"field": _field_of(str(exc)), "problem": str(exc)}],
+            ) from None
+        return served, obs, info
+
+    def delete(self, session_id: str) -> None:
+        self.get(session_id)
+        del self.sessions[session_id]
+
+    def evict_idle(self) -> int:
+        """Delete sessions idle for longer than the TTL (never the default one, never one with
+        a request in flight). Returns how many went."""
+        limit = time.monotonic() - self.limits.idle_ttl
+        stale = [
+            sid
+            for sid, s in self.sessions.items()
+            if sid != DEFAULT_SESSION and s.last_used < limit and s.pending == 0
+        ]
+        for sid in stale:
+            del self.sessions[sid]
+        return len(stale)
+
+    async def reap_forever(self) -> None:
+        interval = max(0.05, min(30.0, self.limits.idle_ttl / 4))
+        while True:
+            await asyncio.sleep(interval)
+            self.evict_idle()
+
+
+def _field_of(message: str) -> str:
+    if "fault profile" in message:
+        return "body.faults"
+    if "task" in message:
+        return "body.task"
+    return "body.scenario"

@@ -1,0 +1,272 @@
+"""The tool plane: every tool at ``POST /tools/{name}`` (or ``/s/{session}/tools/{name}``).
+
+This is the hot path of a harness under load, so it is a bare ASGI handler in front of FastAPI:
+no routing table, no dependency injection, no pydantic model per request; orjson in and out. The
+request is checked here (method, size, JSON); the arguments are checked by the tool itself inside
+the simulation, as a real service would, and a bad argument answers 422 naming it. FastAPI never
+sees these paths; ``/openapi.json`` still documents each tool, from its ToolSpec's own schemas.
+
+A call's outcome becomes HTTP: the result with 200; an error with its status and a problem body;
+429 with ``Retry-After``; a connection reset (status 0) as a socket that is really aborted; an
+empty response as an empty 200 body; timeouts answer 504 after the (scaled) deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import socket
+import struct
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+import orjson
+
+from simforge.sim.calls import CallOutcome
+from simforge.tools.pack import ToolCatalog
+
+from .problems import PROBLEM_JSON, PROBLEM_SCHEMA, Problem, parse_json, tool_problem
+from .sessions import DEFAULT_SESSION, ServedSession, SessionManager, episode_ended
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+
+SESSION_HEADER = b"x-simforge-session"
+_JSON = [(b"content-type", b"application/json")]
+_PROBLEM = [(b"content-type", PROBLEM_JSON.encode())]
+
+
+class SimulatedReset(ConnectionResetError):
+    """Raised where no socket can be aborted (an in-process ASGI client): the caller sees the
+    reset as an exception, as it would over a network."""
+
+
+def route(path: str) -> tuple[str | None, str] | None:
+    """``(session or None, tool)`` for a tool-plane path, else ``None`` (FastAPI's business)."""
+    if path.startswith("/tools/"):
+        name = path[7:]
+        sid = None
+    elif path.startswith("/s/"):
+        sid, _, tail = path[3:].partition("/")
+        if not sid or not tail.startswith("tools/"):
+            return None
+        name = tail[6:]
+    else:
+        return None
+    if not name or "/" in name:
+        return None
+    return sid, name
+
+
+async def resolve(manager: SessionManager, session_id: str | None, tool: str) -> ServedSession:
+    served = manager.get(session_id or DEFAULT_SESSION)
+    if tool not in served.session.tools:
+        raise Problem(
+            404,
+            "unknown_tool",
+            f"no tool named {tool!r}; {len(served.session.tools)} tools are available",
+            errors=[{"field": "path.name", "received": tool, "expected": "a tool name"}],
+        )
+    return served
+
+
+async def invoke(
+    manager: SessionManager, session_id: str | None, tool: str, args: Any
+) -> CallOutcome:
+    """Run one call on a session (shared by REST and MCP). Raises :class:`Problem` for what is
+    not a call: unknown session or tool, episode over."""
+    served = await resolve(manager, session_id, tool)
+    outcome = await served.call(tool, args)
+    if outcome is None:
+        raise episode_ended(served)
+    return outcome
+
+
+def retry_after_header(seconds: float, time_scale: float) -> str:
+    """Whole seconds of wall time (the simulated wait, scaled in real-time mode)."""
+    wall = seconds * time_scale if time_scale > 0 else seconds
+    return str(max(0, math.ceil(wall)))
+
+
+class ToolPlane:
+    def __init__(self, manager: SessionManager) -> None:
+        self.manager = manager
+        self.max_body = manager.limits.max_body_bytes
+
+    async def __call__(
+        self, scope: Scope, receive: Receive, send: Send, sid: str | None, name: str
+    ) -> None:
+        try:
+            if scope["method"] != "POST":
+                raise Problem(
+                    405,
+                    "method_not_allowed",
+                    f"{scope['method']} {scope['path']}: tools are called with POST",
+                    errors=[{"field": "method", "expected": "POST"}],
+                    headers={"Allow": "POST"},
+                )
+            for key, value in scope["headers"]:
+                if key == SESSION_HEADER and sid is None:
+                    sid = value.decode("latin-1")
+                elif key == b"content-length" and int(value or b"0") > self.max_body:
+                    raise self._too_large()
+            body = await self._body(receive)
+            args = parse_json(body) if body.strip() else {}
+            outcome = await invoke(self.manager, sid, name, args)
+        except Problem as exc:
+            await self._send(send, exc.status, exc.encode(), _PROBLEM, exc.headers)
+            return
+        except ValueError:  # a content-length that is not a number
+            bad = Problem(
+                400,
+                "invalid_header",
+                "content-length is not a number",
+                errors=[{"field": "header.content-length"}],
+            )
+            await self._send(send, 400, bad.encode(), _PROBLEM, {})
+            return
+        error = outcome.error
+        if error is None:
+            result = outcome.result
+            body = b"" if result == "" else orjson.dumps(result, default=repr)
+            await self._send(send, 200, body, _JSON, None, outcome.call_id)
+            return
+        status = int(error.get("status", 500))
+        if status == 0:
+            await self._reset(send)
+            return
+        answer = tool_problem(error)
+        headers = {}
+        if answer.retry_after is not None:
+            scale = self.manager.time_scale
+            headers["Retry-After"] = retry_after_header(answer.retry_after, scale)
+        await self._send(send, status, answer.encode(), _PROBLEM, headers, outcome.call_id)
+
+    def _too_large(self) -> Problem:
+        return Problem(
+            413,
+            "body_too_large",
+            f"the request body exceeds {self.max_body} bytes",
+            errors=[{"field": "body", "expected": f"at most {self.max_body} bytes"}],
+        )
+
+    async def _body(self, receive: Receive) -> bytes:
+        chunks = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise Problem(499, "client_disconnected", "the client went away")
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body:
+                raise self._too_large()
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    @staticmethod
+    async def _send(
+        send: Send,
+        status: int,
+        body: bytes,
+        base: list[tuple[bytes, bytes]],
+        extra: dict[str, str] | None,
+        call_id: str | None = None,
+    ) -> None:
+        headers = [*base, (b"content-length", str(len(body)).encode())]
+        if call_id is not None:
+            headers.append((b"x-simforge-call-id", call_id.encode()))
+        if extra:
+            headers.extend((k.lower().encode(), v.encode()) for k, v in extra.items())
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    @staticmethod
+    async def _reset(send: Send) -> None:
+        """Abort the socket with a TCP RST (SO_LINGER 0), the way a dropped connection looks to
+        a client. uvicorn's ``send`` is a bound method of its request cycle, which holds the
+        transport; behind anything else there is no socket, and the reset is an exception."""
+        transport = getattr(getattr(send, "__self__", None), "transport", None)
+        if transport is None:
+            raise SimulatedReset("connection reset by peer (simulated)")
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        transport.abort()
+        # let the protocol see the loss, so that the server does not answer a 500 on a dead socket
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+
+
+# -- the OpenAPI description of the tool plane ---------------------------------------------------
+
+
+def _hoist(schema: Any, prefix: str, components: dict[str, Any]) -> Any:
+    """A tool schema with its ``$defs`` moved to ``components/schemas`` under ``prefix``, so
+    that every ``$ref`` resolves inside the OpenAPI document (no type is lost on the way)."""
+    if not isinstance(schema, dict):
+        return schema
+    raw = orjson.dumps(schema).decode()
+    raw = raw.replace('"#/$defs/', f'"#/components/schemas/{prefix}')
+    out = orjson.loads(raw)
+    for name, sub in (out.pop("$defs", None) or {}).items():
+        components[f"{prefix}{name}"] = sub
+    return out
+
+
+def tool_operations(catalog: ToolCatalog) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(paths, component schemas)`` for every tool: its input schema as the request body, its
+    output schema as the 200 answer, tagged by system. Only the spec's agent-facing fields
+    (name, description, schemas, kind, system) go in: nothing of scenarios or validators."""
+    paths: dict[str, Any] = {}
+    components: dict[str, Any] = {"Problem": PROBLEM_SCHEMA}
+    problem = {PROBLEM_JSON: {"schema": {"$ref": "#/components/schemas/Problem"}}}
+    for tool in catalog.values():
+        spec = tool.spec
+        prefix = f"{spec.name}__"
+        input_schema = _hoist(spec.input_schema, prefix, components)
+        output_schema = _hoist(spec.output_schema, prefix, components) or {}
+        description = spec.description.strip()
+        paths[f"/tools/{spec.name}"] = {
+            "post": {
+                "operationId": spec.name,
+                "summary": description.splitlines()[0] if description else spec.name,
+                "description": description
+                + f"\n\nKind: {spec.kind}. Session: the `X-Simforge-Session` header, or call "
+                f"`/s/{{session_id}}/tools/{spec.name}`; without either, the default session.",
+                "tags": [spec.system or "tools"],
+                "parameters": [
+                    {
+                        "name": "X-Simforge-Session",
+                        "in": "header",
+                        "required": False,
+                        "schema": {"type": "string"},
+                        "description": "The session to call; the default session when absent.",
+                    }
+                ],
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": input_schema}},
+                },
+                "responses": {
+                    "200": {
+                        "description": "The tool's result.",
+                        "content": {"application/json": {"schema": output_schema}},
+                    },
+                    "4XX": {"description": "A client or business error.", "content": problem},
+                    "429": {
+                        "description": "Rate limited; retry after the given seconds.",
+                        "headers": {"Retry-After": {"schema": {"type": "integer"}}},
+                        "content": problem,
+                    },
+                    "5XX": {
+                        "description": "A (simulated) service failure or timeout.",
+                        "content": problem,
+                    },
+                },
+                "x-simforge-kind": spec.kind,
+            }
+        }
+    return paths, components

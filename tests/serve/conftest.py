@@ -1,0 +1,100 @@
+"""Fixtures for the serve layer: the app in process (httpx ASGITransport) and a real uvicorn
+server on 127.0.0.1 and a free port, for what needs a socket (resets, real delays, load,
+OpenEnv, MCP, schemathesis)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+
+from simforge.serve.app import SimforgeApp, create_app
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+MINI = str(FIXTURES / "scenarios" / "mini.yaml")
+MINI_PACK = str(FIXTURES / "packs" / "mini")
+ACME = "acme/refund-damaged-order-v1"
+TOKEN = "test-token"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Live:
+    app: SimforgeApp
+    url: str
+    port: int
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def make_app() -> Callable[..., SimforgeApp]:
+    def make(target: str = MINI, **kwargs: Any) -> SimforgeApp:
+        kwargs.setdefault("time_scale", 0.0)
+        kwargs.setdefault("token", TOKEN)
+        return create_app(target, **kwargs)
+
+    return make
+
+
+@pytest.fixture
+async def client(make_app: Callable[..., SimforgeApp]) -> AsyncIterator[httpx.AsyncClient]:
+    app = make_app()
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://simforge.test"
+    ) as c:
+        c.app = app  # type: ignore[attr-defined]
+        yield c
+
+
+def asgi_client(app: SimforgeApp) -> httpx.AsyncClient:
+    return httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://simforge.test"
+    )
+
+
+@pytest.fixture
+def live_server() -> Iterator[Callable[..., Live]]:
+    """Start uvicorn in a thread on 127.0.0.1; every server started is stopped at teardown."""
+    started: list[tuple[uvicorn.Server, threading.Thread]] = []
+
+    def start(target: str = MINI, **kwargs: Any) -> Live:
+        kwargs.setdefault("time_scale", 0.0)
+        kwargs.setdefault("token", TOKEN)
+        app = create_app(target, **kwargs)
+        port = free_port()
+        config = uvicorn.Config(
+            app, host="127.0.0.1", port=port, log_level="error", access_log=False, lifespan="on"
+        )
+        server = uvicorn.Server(config)
+        thread = threading.Thread(target=server.run, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 20
+        while not server.started:
+            if time.monotonic() > deadline or not thread.is_alive():
+                raise RuntimeError("uvicorn did not start")
+            time.sleep(0.01)
+        started.append((server, thread))
+        return Live(app, f"http://127.0.0.1:{port}", port)
+
+    yield start
+    for server, thread in started:
+        server.should_exit = True
+        thread.join(timeout=10)

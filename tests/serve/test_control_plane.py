@@ -1,0 +1,167 @@
+"""The control plane: sessions created, stepped, finished, scored, behind the token."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+
+from .conftest import ACME, AUTH, TOKEN, asgi_client
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {},
+        {"Authorization": "Bearer wrong"},
+        {"Authorization": TOKEN},
+        {"Authorization": "Basic !!!"},
+        {"X-Simforge-Session": "default"},
+    ],
+)
+async def test_every_control_route_needs_the_token(client, headers):
+    for method, path in [
+        ("POST", "/sessions"),
+        ("GET", "/sessions"),
+        ("GET", "/sessions/default"),
+        ("POST", "/sessions/default/reset"),
+        ("POST", "/sessions/default/step"),
+        ("POST", "/sessions/default/finish"),
+        ("GET", "/sessions/default/score"),
+        ("GET", "/sessions/default/trajectory"),
+        ("DELETE", "/sessions/default"),
+    ]:
+        r = await client.request(method, path, headers=headers, json={})
+        assert r.status_code == 401, (method, path, r.text)
+        assert r.json()["errors"][0]["field"] == "header.authorization"
+        assert "bearer" in r.headers["www-authenticate"].lower()
+
+
+async def test_basic_auth_with_the_token_as_password_is_accepted(client):
+    basic = base64.b64encode(f"trainer:{TOKEN}".encode()).decode()
+    r = await client.get("/sessions", headers={"Authorization": f"Basic {basic}"})
+    assert r.status_code == 200
+
+
+async def test_the_tool_plane_cannot_reach_the_control_plane(client):
+    for path in ["/tools/../sessions", "/s/default/sessions", "/s/default/tools/../score"]:
+        r = await client.post(path, json={})
+        assert r.status_code in (401, 404, 405), path
+        assert "reward" not in r.text and "verdicts" not in r.text
+
+
+async def test_create_inspect_step_finish_score_trajectory_delete(make_app):
+    async with asgi_client(make_app(ACME)) as c:
+        r = await c.post("/sessions", json={"task": "within-window", "seed": 1}, headers=AUTH)
+        assert r.status_code == 201, r.text
+        created = r.json()
+        sid = created["session"]["session_id"]
+        assert created["observation"]["task"]["id"] == "within-window"
+        assert "expected" not in str(created)
+
+        info = (await c.get(f"/sessions/{sid}", headers=AUTH)).json()
+        assert (info["scenario"], info["task"], info["seed"]) == (ACME, "within-window", 1)
+
+        step = {"tool_calls": [{"name": "get_order", "arguments": {"order_id": "O-9001"}}]}
+        r = await c.post(f"/sessions/{sid}/step", json={"action": step}, headers=AUTH)
+        assert r.status_code == 200
+        assert r.json()["observation"]["results"][0]["ok"] is True
+
+        refund = {
+            "tool_calls": [
+                {
+                    "name": "refund_order",
+                    "arguments": {"order_id": "O-9001", "amount": 149.99, "reason": "cracked"},
+                }
+            ]
+        }
+        r = await c.post(f"/sessions/{sid}/step", json={"action": refund}, headers=AUTH)
+        assert r.json()["observation"]["results"][0]["ok"] is True, r.text
+        r = await c.post(
+            f"/sessions/{sid}/finish",
+            json={"answer": "Refunded 149.99 to your card."},
+            headers=AUTH,
+        )
+        done = r.json()
+        assert done["terminated"] is True
+        assert done["reward"] == 1.0
+
+        score = (await c.get(f"/sessions/{sid}/score", headers=AUTH)).json()
+        assert score["reward"] == 1.0 and score["final"] is True
+        assert {v["name"] for v in score["verdicts"]} >= {"state_matches"}
+
+        episode = (await c.get(f"/sessions/{sid}/trajectory", headers=AUTH)).json()
+        assert [tc["tool"] for tc in episode["tool_calls"]] == ["get_order", "refund_order"]
+
+        r = await c.post(f"/sessions/{sid}/step", json={"action": step}, headers=AUTH)
+        assert r.status_code == 409
+
+        assert (await c.delete(f"/sessions/{sid}", headers=AUTH)).status_code == 204
+        assert (await c.get(f"/sessions/{sid}", headers=AUTH)).status_code == 404
+
+
+async def test_a_step_is_idempotent_by_request_id(client):
+    sid = (await client.post("/sessions", json={}, headers=AUTH)).json()["session"]["session_id"]
+    body = {
+        "action": {
+            "tool_calls": [
+                {"name": "create_note", "arguments": {"customer_id": "C-0001", "text": "once"}}
+            ]
+        },
+        "request_id": "req-1",
+    }
+    first = await client.post(f"/sessions/{sid}/step", json=body, headers=AUTH)
+    again = await client.post(f"/sessions/{sid}/step", json=body, headers=AUTH)
+    assert first.json() == again.json()
+    notes = await client.post(f"/s/{sid}/tools/list_notes", json={})
+    assert [n["text"] for n in notes.json()["items"]] == ["once"]
+
+
+async def test_reset_starts_a_new_episode_with_another_task_and_seed(client):
+    await client.post("/sessions", json={"session_id": "r"}, headers=AUTH)
+    await client.post("/s/r/tools/create_note", json={"customer_id": "C-0001", "text": "x"})
+    r = await client.post("/sessions/r/reset", json={"seed": 7, "task": "note"}, headers=AUTH)
+    assert r.status_code == 200
+    assert r.json()["session"]["seed"] == 7 and r.json()["session"]["task"] == "note"
+    notes = await client.post("/s/r/tools/list_notes", json={})
+    assert notes.json()["items"] == []
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"task": "nope"}, "body.task"),
+        ({"faults": "nope"}, "body.faults"),
+        ({"scenario": "../../etc/passwd.yaml"}, "body.scenario"),
+        ({"scenario": "acme/none-v1"}, "body.scenario"),
+        ({"seed": -1}, "body.seed"),
+        ({"session_id": "bad id!"}, "body.session_id"),
+        ({"unknown": 1}, "body.unknown"),
+    ],
+)
+async def test_bad_create_requests_name_the_field(client, body, field):
+    r = await client.post("/sessions", json=body, headers=AUTH)
+    assert r.status_code == 422, r.text
+    assert field in [e["field"] for e in r.json()["errors"]]
+
+
+async def test_bad_actions_and_bad_json_are_422_and_400(client):
+    r = await client.post("/sessions/default/step", json={"action": 5}, headers=AUTH)
+    assert r.status_code == 422
+    assert r.json()["errors"][0]["field"].startswith("body")
+    r = await client.post(
+        "/sessions/default/step",
+        content=b"{oops",
+        headers={**AUTH, "content-type": "application/json"},
+    )
+    assert r.status_code == 422
+    assert r.json()["errors"][0]["field"].startswith("body")
+
+
+async def test_another_registered_scenario_can_be_served_in_a_session(client):
+    r = await client.post("/sessions", json={"scenario": ACME, "session_id": "a"}, headers=AUTH)
+    assert r.status_code == 201, r.text
+    r = await client.post("/s/a/tools/get_order", json={"order_id": "O-9001"})
+    assert r.status_code == 200

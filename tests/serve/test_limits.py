@@ -1,0 +1,126 @@
+"""Limits: maximum sessions, idle TTL, body size (in test_tool_plane), requests queued per
+session; concurrent calls to one session are serialized, sessions run side by side."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+
+from simforge.serve.sessions import Limits
+
+from .conftest import AUTH, MINI, asgi_client, free_port
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_the_maximum_of_sessions_is_a_503_with_retry_after(make_app):
+    async with asgi_client(make_app(limits=Limits(max_sessions=3))) as c:
+        for _ in range(2):  # the default session counts
+            assert (await c.post("/sessions", json={}, headers=AUTH)).status_code == 201
+        r = await c.post("/sessions", json={}, headers=AUTH)
+        assert r.status_code == 503
+        assert r.headers["retry-after"]
+        assert r.json()["code"] == "too_many_sessions"
+
+
+async def test_idle_sessions_expire_but_the_default_one_stays(make_app):
+    app = make_app(limits=Limits(idle_ttl=0.05))
+    manager = app.state.manager
+    async with asgi_client(app) as c:
+        await c.post("/sessions", json={"session_id": "idle"}, headers=AUTH)
+        await asyncio.sleep(0.1)
+        assert manager.evict_idle() == 1
+        assert (await c.get("/sessions/idle", headers=AUTH)).status_code == 404
+        assert (
+            await c.post("/tools/get_customer", json={"customer_id": "C-0001"})
+        ).status_code == 200
+
+
+async def test_too_many_queued_requests_on_one_session_is_429(make_app):
+    app = make_app(time_scale=0.05, limits=Limits(max_pending_per_session=2))
+    async with asgi_client(app) as c:
+        calls = [
+            c.post("/tools/upgrade_customer", json={"customer_id": f"C-000{i}"})
+            for i in range(1, 6)
+        ]
+        answers = await asyncio.gather(*calls)
+    statuses = sorted(r.status_code for r in answers)
+    assert statuses.count(200) == 2 and statuses.count(429) == 3
+    assert all(r.headers.get("retry-after") for r in answers if r.status_code == 429)
+
+
+async def test_concurrent_calls_to_one_session_are_serialized_in_simulated_time(make_app):
+    app = make_app(time_scale=0.0)
+    async with asgi_client(app) as c:
+        calls = [
+            c.post("/tools/upgrade_customer", json={"customer_id": f"C-00{i:02d}"})
+            for i in range(1, 11)
+        ]
+        answers = await asyncio.gather(*calls)
+    assert all(r.status_code == 200 for r in answers)
+    session = app.state.manager.get("default").session
+    assert session.now == pytest.approx(10 * 0.5)  # one after the other, 0.5 s each
+
+
+async def test_sessions_run_concurrently_in_real_time(make_app):
+    app = make_app(time_scale=0.2)  # upgrade takes 0.5 simulated s = 0.1 wall s
+    async with asgi_client(app) as c:
+        for i in range(5):
+            await c.post("/sessions", json={"session_id": f"p{i}"}, headers=AUTH)
+        t0 = time.monotonic()
+        answers = await asyncio.gather(
+            *[
+                c.post(f"/s/p{i}/tools/upgrade_customer", json={"customer_id": "C-0001"})
+                for i in range(5)
+            ]
+        )
+        elapsed = time.monotonic() - t0
+    assert all(r.status_code == 200 for r in answers)
+    assert elapsed < 0.35  # five sessions' latencies overlap instead of adding up
+
+
+def test_the_cli_serves_and_prints_a_generated_token(tmp_path):
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from simforge.cli import main; main()",
+            "serve",
+            MINI,
+            "--port",
+            str(port),
+            "--time-scale",
+            "0",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        token = proc.stdout.readline().strip()  # type: ignore[union-attr]
+        assert len(token) >= 20
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                r = httpx.get(
+                    f"http://127.0.0.1:{port}/sessions",
+                    headers={"Authorization": f"Bearer {token}"},
+                )
+                break
+            except httpx.ConnectError:
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+        assert r.status_code == 200
+        assert httpx.get(f"http://127.0.0.1:{port}/sessions").status_code == 401
+    finally:
+        os.kill(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=10)
