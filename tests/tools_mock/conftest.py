@@ -103,6 +103,41 @@ class Desk:
             shipping_address="1 Main St, Springfield, IL 62701",
         )
 
+    def employee(
+        self,
+        id: str,
+        *,
+        department: str = "engineering",
+        manager: str | None = None,
+        roles: tuple[str, ...] = ("employee",),
+        status: str = "active",
+        leave_balance: float = 10.0,
+    ) -> Row:
+        """An employee and their directory user (same number: E-9101 has U-9101)."""
+        number = id.removeprefix("E-")
+        email = f"staff{number}@acme.example"
+        self.add(
+            "User",
+            id=f"U-{number}",
+            username=f"staff{number}",
+            email=email,
+            employee_id=id,
+            roles=list(roles),
+            status="disabled" if status == "terminated" else "active",
+        )
+        return self.add(
+            "Employee",
+            id=id,
+            name=f"Staff {number}",
+            email=email,
+            department=department,
+            title="Engineer",
+            manager_id=manager,
+            status=status,
+            hire_date="2020-01-01",
+            leave_balance=leave_balance,
+        )
+
     def call(self, tool: str, **args: Any) -> Any:
         self.now += 1.0
         ctx = ToolContext(self.world, self.now, random.Random(0), tool=tool)

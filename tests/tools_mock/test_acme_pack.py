@@ -10,21 +10,46 @@ from types import ModuleType
 from simforge.tools import Pack
 from simforge.tools.pack import SIZES
 
-SYSTEMS = {"crm", "orders", "billing", "support"}
+SYSTEMS = {
+    "crm", "orders", "billing", "support", "inventory", "shipping",
+    "itsm", "hr", "iam", "comms", "kb", "finance",
+}  # fmt: skip
 BUSINESS_OPERATIONS = {
     "refund_order",
     "cancel_order",
     "escalate_ticket",
     "apply_account_credit",
     "update_shipping_address",
+    "place_order",
+    "create_shipment",
+    "receive_return",
+    "transfer_stock",
+    "approve_access_request",
+    "terminate_employee",
+    "approve_purchase_request",
+    "send_external_email",
+    "post_public_message",
 }
+OUTWARD = {"send_external_email", "post_public_message"}
 
 
-def test_catalog_has_at_least_twenty_tools_over_four_systems(acme: Pack) -> None:
+def test_catalog_has_at_least_120_tools_over_twelve_systems(acme: Pack) -> None:
     per_system = Counter(t.spec.system for t in acme.catalog.values())
-    assert len(acme.catalog) >= 20
-    assert set(per_system) == SYSTEMS and min(per_system.values()) >= 4
+    assert len(acme.catalog) >= 120
+    assert set(per_system) == SYSTEMS and min(per_system.values()) >= 7
     assert set(acme.catalog) >= BUSINESS_OPERATIONS
+
+
+def test_tools_that_send_data_outside_say_so_in_their_names(acme: Pack) -> None:
+    """The PII validator keys on outward tools by name: only these two leave the company."""
+    outward = {n for n in acme.catalog if "external" in n or "public" in n}
+    assert outward == OUTWARD
+    assert all(acme.catalog[n].spec.kind == "write" for n in outward)
+
+
+def test_every_tool_declares_an_output_schema(acme: Pack) -> None:
+    for name, t in acme.catalog.items():
+        assert t.spec.output_schema, name
 
 
 def test_every_tool_has_a_description_and_an_object_input_schema(acme: Pack) -> None:
@@ -47,7 +72,7 @@ def test_every_tool_has_its_system_latency_and_capacity(acme: Pack) -> None:
 def test_agent_facing_text_names_no_scenario_fixture(acme: Pack) -> None:
     """Descriptions and schemas are visible to the agent: no task's entity ids or answers."""
     text = str(acme.catalog.to_openai())
-    assert not re.search(r"\b(?:C|O|P|T|APR)-9\d{3}\b", text)
+    assert not re.search(r"\b[A-Z]{1,4}-0*9\d{3}\b", text)
     assert "Lindqvist" not in text and "Okafor" not in text
 
 
@@ -60,7 +85,7 @@ def test_same_seed_gives_identical_rows_and_another_seed_differs(acme: Pack) -> 
 
 def test_a_bigger_world_keeps_the_customers_and_products_of_a_smaller_one(acme: Pack) -> None:
     tiny, small = acme.seed(3, SIZES["tiny"]), acme.seed(3, SIZES["small"])
-    for table in ("Customer", "Product"):
+    for table in ("Customer", "Product", "Warehouse", "Role", "Group", "PolicyDocument"):
         assert small[table][: len(tiny[table])] == tiny[table], table
 
 
@@ -96,8 +121,8 @@ def test_large_world_is_big_quick_and_leaves_the_fixture_ids_free(
     began = time.perf_counter()
     base = acme.base(0, "large")
     elapsed = time.perf_counter() - began
-    assert sum(len(rows) for rows in base.values()) >= 10_000
-    assert elapsed < 10.0
+    assert sum(len(rows) for rows in base.values()) >= 50_000
+    assert elapsed < 30.0
     fixture = re.compile(r"-0*9\d{3}$")
     for name, rows in base.items():
         assert not any(fixture.search(id) for id in rows), name

@@ -1,4 +1,5 @@
-"""What every Acme system shares: the world's calendar, money, latency profiles and ids.
+"""What every Acme system shares: the world's calendar, money, latency profiles, ids and the
+small helpers every system's tools use (generated reads, required text).
 
 The simulated clock (``ctx.now``) counts seconds from the start of an episode; the world itself
 sits at a fixed date, ``WORLD_START``, so that date rules (the refund window) are deterministic
@@ -14,7 +15,8 @@ from typing import Any, NamedTuple
 
 from faker import Faker
 
-from simforge.tools import LogNormal, ToolContext
+from simforge.tools import LogNormal, ToolContext, ToolError, crud_tools
+from simforge.world import EntitySchema
 
 WORLD_START = "2026-01-15T09:00:00Z"
 _START = datetime.fromisoformat(WORLD_START.replace("Z", "+00:00"))
@@ -96,6 +98,68 @@ SUPPORT = Profile(
     write=LogNormal(median=0.3, sigma=0.45, cap=3.0),
     capacity=6,
 )
+
+
+INVENTORY = Profile(
+    read=LogNormal(median=0.1, sigma=0.35, cap=1.5),
+    write=LogNormal(median=0.4, sigma=0.45, cap=4.0),
+    capacity=10,
+)
+SHIPPING = Profile(  # the carriers' APIs sit behind tracking and labels
+    read=LogNormal(median=0.4, sigma=0.6, cap=6.0),
+    write=LogNormal(median=0.9, sigma=0.55, cap=8.0),
+    capacity=6,
+)
+ITSM = Profile(
+    read=LogNormal(median=0.2, sigma=0.45, cap=3.0),
+    write=LogNormal(median=0.5, sigma=0.5, cap=5.0),
+    capacity=8,
+)
+HR = Profile(
+    read=LogNormal(median=0.18, sigma=0.4, cap=2.5),
+    write=LogNormal(median=0.6, sigma=0.5, cap=5.0),
+    capacity=4,
+)
+IAM = Profile(  # the directory answers fast; group changes fan out to every connected app
+    read=LogNormal(median=0.06, sigma=0.3, cap=1.0),
+    write=LogNormal(median=0.8, sigma=0.6, cap=8.0),
+    capacity=8,
+)
+COMMS = Profile(
+    read=LogNormal(median=0.15, sigma=0.4, cap=2.0),
+    write=LogNormal(median=0.35, sigma=0.5, cap=4.0),
+    capacity=12,
+)
+KB = Profile(
+    read=LogNormal(median=0.22, sigma=0.45, cap=3.0),
+    write=LogNormal(median=0.4, sigma=0.45, cap=4.0),
+    capacity=6,
+)
+FINANCE = Profile(  # the ERP: slow, narrow, batch-minded
+    read=LogNormal(median=0.35, sigma=0.5, cap=5.0),
+    write=LogNormal(median=1.0, sigma=0.6, cap=9.0),
+    capacity=4,
+)
+
+COMPANY_DOMAIN = "acme.example"
+"""Mail domain of Acme's own staff: any other address is external."""
+
+
+def reads(model: type, ops: list[str], system: str, profile: Profile) -> list[Any]:
+    """The generated tools of one entity (reads, mostly), with the system's latency profile."""
+    return crud_tools(EntitySchema.of(model), ops=ops, system=system, **profile.crud())
+
+
+def text(argument: str, value: str) -> str:
+    """A required free-text argument, stripped (422 when empty)."""
+    value = value.strip()
+    if not value:
+        raise ToolError.invalid(argument, f"{argument} must not be empty")
+    return value
+
+
+def is_internal(address: str) -> bool:
+    return address.strip().lower().endswith("@" + COMPANY_DOMAIN)
 
 
 def table_rng(seed: int, table: str) -> random.Random:

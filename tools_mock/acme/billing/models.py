@@ -72,3 +72,16 @@ class LedgerEntry(Base, table=True):
     amount: float
     reference: str = Field("", description="The refund, credit note or note behind the entry.")
     created_at: str
+
+
+@entity(id_prefix="PAY-", id_width=5, system="billing")
+class Payment(Base, table=True):
+    """Money captured against an invoice."""
+
+    id: str = Field(primary_key=True)
+    invoice_id: str
+    order_id: str
+    customer_id: str
+    amount: float
+    method: str = Field("card", description="card | bank_transfer | store_credit")
+    created_at: str

@@ -137,3 +137,20 @@ def ledger(customers: Rows, refunded: Rows, credited: Rows) -> Rows:
         {"id": id, **move}
         for id, move in zip(seq_ids("LE-", len(moves), width=6), moves, strict=True)
     ]
+
+
+def payments(seed: int, invoices: Rows) -> Rows:
+    rng = table_rng(seed, "Payment")
+    paid = [i for i in invoices if i["status"] == "paid"]
+    return [
+        {
+            "id": id,
+            "invoice_id": i["id"],
+            "order_id": i["order_id"],
+            "customer_id": i["customer_id"],
+            "amount": i["amount"],
+            "method": rng.choice(("card", "card", "card", "bank_transfer")),
+            "created_at": f"{i['issued_at']}T12:30:00Z",
+        }
+        for id, i in zip(seq_ids("PAY-", len(paid), width=5), paid, strict=True)
+    ]

@@ -22,3 +22,42 @@ class Customer(Base, table=True):
     address: str = Field("", description="Default shipping address.")
     created_at: str = Field(description="ISO date the account was opened.")
     account_credit: float = Field(0.0, description="Store credit balance, in USD.")
+
+
+OPPORTUNITY_STAGES = (
+    "prospecting",
+    "qualification",
+    "proposal",
+    "negotiation",
+    "closed_won",
+    "closed_lost",
+)
+
+
+@entity(id_prefix="CT-", id_width=4, searchable=("name", "email"), system="crm")
+class Contact(Base, table=True):
+    """A person to reach about an account (billing, shipping, purchasing...)."""
+
+    id: str = Field(primary_key=True, description="Contact id, e.g. CT-0001.")
+    customer_id: str
+    name: str
+    email: str
+    phone: str = ""
+    role: str = Field("other", description="billing | shipping | purchasing | other")
+    is_primary: bool = False
+
+
+@entity(id_prefix="OPP-", id_width=4, searchable=("name",), system="crm")
+class Opportunity(Base, table=True):
+    """A sales deal with an account, owned by a sales employee."""
+
+    id: str = Field(primary_key=True, description="Opportunity id, e.g. OPP-0001.")
+    customer_id: str
+    name: str
+    stage: str = Field("prospecting", description=" | ".join(OPPORTUNITY_STAGES))
+    amount: float = Field(description="Deal value before discount, in USD.")
+    discount_pct: float = 0.0
+    discount_approved_by: str | None = Field(None, description="User who approved the discount.")
+    owner_id: str = Field(description="The sales Employee who owns the deal.")
+    close_date: str
+    created_at: str

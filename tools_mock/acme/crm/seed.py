@@ -49,3 +49,73 @@ def customers(seed: int, scale: int) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+_CONTACT_ROLES = ("billing", "shipping", "purchasing", "other")
+_DEALS = (
+    "Office refresh",
+    "Bulk headphones",
+    "Kitchen fit-out",
+    "Conference AV",
+    "Standing desks rollout",
+    "Outdoor gear for team offsite",
+)
+_STAGES = (
+    ("prospecting", 20),
+    ("qualification", 20),
+    ("proposal", 15),
+    ("negotiation", 10),
+    ("closed_won", 20),
+    ("closed_lost", 15),
+)
+
+
+def contacts(seed: int, customers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    rng = table_rng(seed, "Contact")
+    fake = table_faker(seed, "Contact")
+    names = [fake.name() for _ in range(200)]
+    picked = [c for c in customers if rng.random() < 0.5]
+    rows = []
+    for n, (id, c) in enumerate(zip(seq_ids("CT-", len(picked)), picked, strict=True), start=1):
+        name = rng.choice(names)
+        local = name.lower().replace(" ", ".").replace("'", "")
+        rows.append(
+            {
+                "id": id,
+                "customer_id": c["id"],
+                "name": name,
+                "email": f"{local}{n}@{rng.choice(_DOMAINS)}",
+                "phone": _phone(rng),
+                "role": rng.choice(_CONTACT_ROLES),
+                "is_primary": False,
+            }
+        )
+    return rows
+
+
+def opportunities(
+    seed: int, scale: int, customers: list[dict[str, Any]], employees: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    rng = table_rng(seed, "Opportunity")
+    sellers = [e["id"] for e in employees if e["department"] == "sales" and e["status"] == "active"]
+    stages, weights = zip(*_STAGES, strict=True)
+    active = [c for c in customers if c["status"] == "active"]
+    rows = []
+    for id in seq_ids("OPP-", 4 * scale):
+        stage = rng.choices(stages, weights)[0]
+        discount = rng.choice((0.0, 0.0, 5.0, 10.0, 15.0))
+        rows.append(
+            {
+                "id": id,
+                "customer_id": rng.choice(active)["id"],
+                "name": rng.choice(_DEALS),
+                "stage": stage,
+                "amount": float(rng.choice((2400, 4800, 9600, 18000, 36000))),
+                "discount_pct": discount,
+                "discount_approved_by": None,
+                "owner_id": rng.choice(sellers),
+                "close_date": world_day(rng.randint(-60, 90)),
+                "created_at": f"{world_day(-rng.randint(60, 200))}T10:00:00Z",
+            }
+        )
+    return rows

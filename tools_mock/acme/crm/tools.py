@@ -8,8 +8,9 @@ from typing import Any
 from simforge.tools import ToolContext, ToolError, crud_tools, tool
 from simforge.world import EntitySchema
 
-from ..common import CRM, today
-from .models import Customer
+from ..common import CRM, reads, today
+from .models import Contact, Customer
+from .sales import SALES_TOOLS
 
 TIERS = ("standard", "silver", "gold", "platinum")
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
@@ -79,10 +80,103 @@ def update_customer_contact(
     return ctx.update("Customer", customer_id, changes)
 
 
+CONTACT_ROLES = ("billing", "shipping", "purchasing", "other")
+
+
+def _contact_email(ctx: ToolContext, customer_id: str, email: str, owner: str | None) -> str:
+    email = email.strip().lower()
+    if not _EMAIL.match(email):
+        raise ToolError.invalid("email", f"{email!r} is not a valid email address")
+    for row in ctx.rows("Contact"):
+        if row["customer_id"] == customer_id and row["email"] == email and row["id"] != owner:
+            raise ToolError.conflict(f"{email!r} is already Contact {row['id']} of {customer_id}")
+    return email
+
+
+def _role(role: str) -> str:
+    if role not in CONTACT_ROLES:
+        raise ToolError.invalid("role", f"role {role!r} is not one of {list(CONTACT_ROLES)}")
+    return role
+
+
+def _demote_primary(ctx: ToolContext, customer_id: str, keep: str | None) -> None:
+    for row in ctx.find("Contact", lambda r: r["customer_id"] == customer_id and r["is_primary"]):
+        if row["id"] != keep:
+            ctx.update("Contact", row["id"], {"is_primary": False})
+
+
+@tool(
+    kind="write",
+    system="crm",
+    entities=["Customer", "Contact"],
+    latency=CRM.write,
+    capacity=CRM.capacity,
+)
+def create_contact(
+    ctx: ToolContext,
+    customer_id: str,
+    name: str,
+    email: str,
+    phone: str = "",
+    role: str = "other",
+    is_primary: bool = False,
+) -> dict[str, Any]:
+    """Add a contact person to an open account. An email appears once per account; making the
+    contact primary demotes the previous primary contact. Returns the Contact."""
+    customer = ctx.require("Customer", customer_id)
+    if customer["status"] == "closed":
+        raise ToolError.precondition(f"Customer {customer_id} is closed")
+    if not name.strip():
+        raise ToolError.invalid("name", "name must not be empty")
+    row = {
+        "customer_id": customer_id,
+        "name": name.strip(),
+        "email": _contact_email(ctx, customer_id, email, None),
+        "phone": phone,
+        "role": _role(role),
+        "is_primary": is_primary,
+    }
+    if is_primary:
+        _demote_primary(ctx, customer_id, None)
+    return ctx.insert("Contact", row)
+
+
+@tool(kind="write", system="crm", entities=["Contact"], latency=CRM.write, capacity=CRM.capacity)
+def update_contact(
+    ctx: ToolContext,
+    contact_id: str,
+    email: str | None = None,
+    phone: str | None = None,
+    role: str | None = None,
+    is_primary: bool | None = None,
+) -> dict[str, Any]:
+    """Change a contact's email, phone, role or primary flag; fields not given are kept.
+    Returns the Contact."""
+    contact = ctx.require("Contact", contact_id)
+    changes: dict[str, Any] = {}
+    if email is not None:
+        changes["email"] = _contact_email(ctx, contact["customer_id"], email, contact_id)
+    if phone is not None:
+        changes["phone"] = phone
+    if role is not None:
+        changes["role"] = _role(role)
+    if is_primary is not None:
+        changes["is_primary"] = is_primary
+        if is_primary:
+            _demote_primary(ctx, contact["customer_id"], contact_id)
+    if not changes:
+        raise ToolError.invalid("contact_id", "give at least one field to change")
+    return ctx.update("Contact", contact_id, changes)
+
+
 TOOLS = [
     *crud_tools(
         EntitySchema.of(Customer), ops=["get", "list", "search"], system="crm", **CRM.crud()
     ),
     create_customer,
     update_customer_contact,
+    *reads(Contact, ["get", "list", "search"], "crm", CRM),
+    create_contact,
+    update_contact,
+    *SALES_TOOLS,
 ]
