@@ -55,7 +55,8 @@ _OPS = {
     "in": lambda a, b: a in b,
     "not_in": lambda a, b: a not in b,
     "exists": lambda a, b: (a is not None) == bool(b),
-    "contains": lambda a, b: isinstance(a, str) and str(b) in a,
+    "contains": lambda a, b: (isinstance(a, str) and str(b) in a)
+    or (isinstance(a, list | tuple) and b in a),
 }
 
 

@@ -36,6 +36,8 @@ class OraclePolicy:
         self._next += 1
         if step.answer is not None:
             return {"final_answer": step.answer, "think": step.think}
+        if step.message is not None:
+            return {"message": step.message, "think": step.think}
         return {
             "tool_calls": [{"name": c.tool, "arguments": dict(c.args)} for c in step.calls],
             "think": step.think,

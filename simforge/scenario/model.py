@@ -28,16 +28,21 @@ class CallSpec(_Strict):
 
 
 class OracleStep(_Strict):
-    """One step of a reference solution: calls issued together, or the final answer."""
+    """One step of a reference solution: calls issued together, a message to the user (who
+    answers with the task's next scripted turn), or the final answer."""
 
     calls: list[CallSpec] = Field(default_factory=list)
+    message: str | None = None
     answer: str | None = None
     think: float | None = Field(None, ge=0)
 
     @model_validator(mode="after")
     def _one_kind(self) -> OracleStep:
-        if bool(self.calls) == (self.answer is not None):
-            raise ValueError("an oracle step has either `calls` or `answer`, not both or neither")
+        kinds = sum([bool(self.calls), self.message is not None, self.answer is not None])
+        if kinds != 1:
+            raise ValueError(
+                "an oracle step has exactly one of `calls`, `message` or `answer`"
+            )
         return self
 
 

@@ -61,7 +61,7 @@ def test_bad_id_and_bad_yaml(tmp_path):
 
 def test_oracle_steps_are_calls_or_an_answer(tmp_path):
     bad = GOOD.replace("      - answer: Done.", "      - {}")
-    with pytest.raises(ScenarioError, match="either `calls` or `answer`"):
+    with pytest.raises(ScenarioError, match="exactly one of `calls`, `message` or `answer`"):
         load_scenario(write(tmp_path, bad))
 
 

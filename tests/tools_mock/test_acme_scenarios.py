@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 import simforge.env as simenv
+from simforge.policies import OraclePolicy
 from simforge.scenario.loader import load_scenario
 from simforge.scenario.model import Task
 
@@ -41,12 +42,10 @@ def _play(env: simenv.SimforgeEnv, steps: list[dict[str, Any]]) -> tuple[float, 
 
 
 def _oracle(task: Task) -> list[dict[str, Any]]:
-    return [
-        {"final_answer": step.answer}
-        if step.answer is not None
-        else {"tool_calls": [{"name": c.tool, "arguments": c.args} for c in step.calls]}
-        for step in task.oracle
-    ]
+    """The reference solution's actions, as the oracle policy plays them."""
+    policy = OraclePolicy()
+    policy.reset({}, task=task)
+    return [policy.act({}) for _ in task.oracle]
 
 
 def test_the_acme_scenarios_are_registered_by_id() -> None:
