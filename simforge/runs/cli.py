@@ -1,9 +1,226 @@
-"""CLI commands of the runs layer."""
+"""CLI commands of the runs layer: ``stress`` (run a matrix into the store), ``report`` (read a
+run back as tables or HTML) and ``export`` (trajectories for training)."""
 
 from __future__ import annotations
 
+import json
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
 import typer
+
+STORE_HELP = (
+    "Run store: a SQLite path, sqlite:///FILE or postgresql+psycopg://... ($SIMFORGE_STORE)."
+)
+
+
+def _store_url(store: str | None) -> str:
+    from simforge.runs.store import DEFAULT_STORE
+
+    return store or os.environ.get("SIMFORGE_STORE") or DEFAULT_STORE
+
+
+@contextmanager
+def _errors() -> Iterator[None]:
+    """The main CLI's one-line errors, plus what this layer adds (bad policy specs, no ray)."""
+    from simforge.cli import err_console, user_errors
+    from simforge.runs.ray_backend import RayUnavailable
+
+    with user_errors():
+        try:
+            yield
+        except (ValueError, RayUnavailable) as exc:
+            err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
+            raise typer.Exit(2) from None
+
+
+def _split(values: list[str] | None) -> list[str]:
+    return [v for raw in values or [] for v in raw.split(",") if v]
+
+
+def _resolve_run(store: Any, run_id: str) -> str:
+    if run_id == "latest":
+        runs = store.runs()
+        if not runs:
+            raise ValueError(f"no runs in {store.url}")
+        return str(runs[-1]["id"])
+    return run_id
+
+
+def stress(
+    scenarios: list[str] = typer.Argument(None, help="Scenario ids or YAML paths."),
+    policy: str = typer.Option(None, "--policy", "-p", help="Policy: NAME or NAME:ARG."),
+    faults: list[str] = typer.Option(None, "--faults", "-f", help="Fault profiles (repeatable)."),
+    seeds: int = typer.Option(None, "--seeds", "-n", help="Seeds per task (default: scenario's)."),
+    trials: int = typer.Option(1, "--trials", "-k", help="Trials per cell (policy reseeded)."),
+    tasks: list[str] = typer.Option(None, "--task", "-t", help="Only these tasks (repeatable)."),
+    workers: int = typer.Option(None, "--workers", "-w", help="Processes (0: in-process)."),
+    backend: str = typer.Option("local", "--backend", help="local or ray."),
+    ray_address: str = typer.Option(None, "--ray-address", help="Ray cluster (auto, ray://...)."),
+    store: str = typer.Option(None, "--store", help=STORE_HELP),
+    resume: str = typer.Option(None, "--resume", help="Complete this run (its stored plan)."),
+    no_trajectories: bool = typer.Option(False, "--no-trajectories", help="Store summaries only."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON summary object."),
+) -> None:
+    """Run tasks x fault profiles x seeds x trials in parallel, streaming every finished episode
+    into the run store; interrupted runs complete with --resume RUN_ID."""
+    from simforge.cli import console, err_console
+    from simforge.report.metrics import stress_summary, summarize
+    from simforge.report.terminal import render
+    from simforge.runs.matrix import RunConfig, normalise_ref
+    from simforge.runs.runner import prepare
+    from simforge.runs.store import RunStore
+
+    if backend not in ("local", "ray"):
+        err_console.print(f"[bold red]error:[/] --backend: {backend!r}; use local or ray")
+        raise typer.Exit(2)
+    with _errors():
+        run_store = RunStore(_store_url(store))
+        if resume:
+            if scenarios or policy:
+                raise ValueError("--resume replays the stored plan; give no scenarios or policy")
+            prepared = prepare(run_store, resume=resume, backend=backend)  # type: ignore[arg-type]
+        else:
+            if not scenarios or not policy:
+                raise ValueError("give SCENARIO... and --policy (or --resume RUN_ID)")
+            config = RunConfig(
+                scenarios=list(dict.fromkeys(normalise_ref(s) for s in scenarios)),
+                policy=policy,
+                profiles=[normalise_ref(f) for f in _split(faults)] or ["none"], seeds=seeds,
+                trials=trials,
+                tasks=_split(tasks) or None,
+            ).with_baseline()
+            prepared = prepare(run_store, config, backend=backend)  # type: ignore[arg-type]
+        n_workers = workers if workers is not None else (os.cpu_count() or 1)
+        err_console.print(
+            f"run [bold]{prepared.run_id}[/]: {len(prepared.plan)} episodes "
+            f"({prepared.done} stored, {len(prepared.todo)} to run) on {backend} "
+            f"x{n_workers} -> {run_store.url}", highlight=False,
+        )
+        try:
+            _run_with_progress(run_store, prepared, backend, n_workers, ray_address,
+                               not no_trajectories)
+        except KeyboardInterrupt:
+            err_console.print(f"interrupted; finish it with: simforge stress --resume "
+                              f"{prepared.run_id} --store {run_store.url}")
+            raise typer.Exit(130) from None
+        summary = summarize(run_store.episodes(prepared.run_id), run_id=prepared.run_id)
+        run = run_store.run(prepared.run_id)
+    if as_json:
+        sys.stdout.write(json.dumps(stress_summary(summary)) + "\n")
+        return
+    console.print(render(summary, run))
+    console.print(f"report: simforge report {prepared.run_id} --store {run_store.url}",
+                  highlight=False)
+
+
+def _run_with_progress(
+    store: Any, prepared: Any, backend: str, workers: int, ray_address: str | None,
+    trajectories: bool,
+) -> None:
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    from simforge.cli import err_console
+    from simforge.runs.runner import execute
+
+    counts = {"valid": 0, "passed": 0, "invalid": 0}
+    bar = Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("pass {task.fields[rate]}"), TextColumn("invalid {task.fields[invalid]}"),
+        TimeElapsedColumn(), TimeRemainingColumn(),
+        console=err_console, transient=True, disable=not err_console.is_terminal,
+    )
+    job = bar.add_task(f"{prepared.config.policy}", total=len(prepared.plan),
+                       completed=prepared.done, rate="-", invalid=0)
+    try:
+
+        def advance(record: dict[str, Any], fresh: bool) -> None:
+            if not bar.live.is_started:  # only once the workers are forked (no thread before)
+                bar.start()
+            if record["reward"] is None:
+                counts["invalid"] += 1
+            else:
+                counts["valid"] += 1
+                counts["passed"] += bool(record["passed"])
+            rate = f"{100 * counts['passed'] / counts['valid']:.1f}%" if counts["valid"] else "-"
+            bar.update(job, advance=1, rate=rate, invalid=counts["invalid"])
+
+        execute(store, prepared, backend=backend, workers=workers,  # type: ignore[arg-type]
+                ray_address=ray_address, trajectories=trajectories, on_record=advance)
+    finally:
+        bar.stop()
+
+
+def report(
+    run_id: str = typer.Argument("latest", help="Run id, or 'latest'."),
+    store: str = typer.Option(None, "--store", help=STORE_HELP),
+    html: str = typer.Option(None, "--html", help="Also write a self-contained HTML report."),
+    as_json: bool = typer.Option(False, "--json", help="Print every metric as JSON."),
+) -> None:
+    """A stored run's metrics: pass rate and CI, pass^k, robustness per fault, safety."""
+    from simforge.cli import console, err_console
+    from simforge.report.metrics import summarize
+    from simforge.report.terminal import render
+    from simforge.runs.store import RunStore
+
+    with _errors():
+        run_store = RunStore(_store_url(store))
+        run_id = _resolve_run(run_store, run_id)
+        run = run_store.run(run_id)
+        episodes = run_store.episodes(run_id)
+        summary = summarize(episodes, run_id=run_id)
+        if html:
+            from simforge.report.html import write_html
+
+            write_html(html, summary, run, episodes)
+            err_console.print(f"wrote {html}", highlight=False)
+    if as_json:
+        sys.stdout.write(json.dumps({"run": run, **summary}, default=str) + "\n")
+        return
+    console.print(render(summary, run))
+
+
+def export(
+    run_ids: list[str] = typer.Argument(..., help="Run ids (or 'latest')."),
+    fmt: str = typer.Option("openai-jsonl", "--format",
+                            help="openai-jsonl, hf-dataset, dpo-pairs or native."),
+    out: str = typer.Option(None, "--out", "-o", help="Output file (a folder for hf-dataset)."),
+    store: str = typer.Option(None, "--store", help=STORE_HELP),
+    include_invalid: bool = typer.Option(False, "--include-invalid",
+                                         help="Keep invalid episodes (no reward)."),
+    margin: float = typer.Option(0.0, "--margin", help="dpo-pairs: least reward gap."),
+) -> None:
+    """Stored trajectories for training: SFT chat messages, a datasets folder, or DPO pairs."""
+    from simforge.cli import err_console
+    from simforge.runs.export import FORMATS, export_runs
+    from simforge.runs.store import RunStore
+
+    with _errors():
+        if fmt not in FORMATS:
+            raise ValueError(f"--format: {fmt!r}; use one of {list(FORMATS)}")
+        run_store = RunStore(_store_url(store))
+        ids = [_resolve_run(run_store, r) for r in run_ids]
+        for r in ids:
+            run_store.run(r)
+        target = out or FORMATS[fmt].format(run="_".join(ids))
+        n = export_runs(run_store, ids, fmt, target, include_invalid=include_invalid,
+                        margin=margin)
+    err_console.print(f"wrote {n} {'pairs' if fmt == 'dpo-pairs' else 'episodes'} to {target}",
+                      highlight=False)
 
 
 def register(app: typer.Typer) -> None:
     """Attach this layer's commands to the main CLI app."""
+    app.command()(stress)
+    app.command()(report)
+    app.command()(export)

@@ -1,12 +1,19 @@
-"""Running one episode: a policy against an environment, start to end."""
+"""Running one episode: a policy against an environment, start to end.
+
+:func:`run_episode` returns the summary that tables and ``--json`` print; :func:`play_episode`
+also hands back the trajectory (the run store keeps it for export). The async variant drives
+policies whose ``aact`` awaits I/O (an LLM endpoint) without blocking an event loop; the
+environment itself is CPU-bound and stays synchronous.
+"""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from simforge.env.core import SimforgeEnv
-from simforge.policies.base import Policy
+from simforge.policies.base import Policy, act_async
+from simforge.trace.episode import Episode
 
 
 @dataclass
@@ -25,9 +32,124 @@ class EpisodeResult:
     faults: str = "none"
     faults_injected: list[dict[str, Any]] = field(default_factory=list)
     verdicts: list[dict[str, Any]] = field(default_factory=list)
+    passed: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass
+class EpisodeOutcome:
+    """The summary and the full trajectory of one finished episode."""
+
+    result: EpisodeResult
+    trajectory: Episode
+
+
+def _start(
+    env: SimforgeEnv,
+    policy: Policy,
+    seed: int,
+    task: str | None,
+    faults: str | None,
+    policy_seed: int | None,
+) -> dict[str, Any]:
+    options: dict[str, Any] = {"policy": policy.name}
+    if task is not None:
+        options["task"] = task
+    if faults is not None:
+        options["faults"] = faults
+    obs, _info = env.reset(seed=seed, options=options)
+    policy.reset(
+        obs,
+        task=env.task if policy.privileged else None,
+        seed=seed if policy_seed is None else policy_seed,
+    )
+    return obs
+
+
+def finish_outcome(
+    env: SimforgeEnv, policy_name: str, seed: int, terminated: bool, truncated: bool
+) -> EpisodeOutcome:
+    """Score an ended episode of ``env`` and summarise it (also for episodes that an external
+    driver, such as a served harness session, played on its own env)."""
+    result = env.score()
+    trajectory = env.trajectory()
+    sim = trajectory.simulation
+    assert sim is not None and env.task is not None
+    summary = EpisodeResult(
+        scenario=env.scenario.id,
+        task=env.task.id,
+        seed=seed,
+        policy=policy_name,
+        reward=result.reward,
+        terminated=terminated,
+        truncated=truncated,
+        steps=sim.steps,
+        sim_time=round(sim.sim_time, 6),
+        failed=result.failed,
+        invalid_reason=result.invalid_reason,
+        verdicts=[v.model_dump() for v in result.verdicts],
+        faults=sim.fault_profile,
+        faults_injected=[
+            {"kind": f.kind, "tool": f.tool, "call_index": f.call_index, "sim_time": f.sim_time}
+            for f in sim.faults
+        ],
+        passed=result.passed,
+    )
+    return EpisodeOutcome(summary, trajectory)
+
+
+@runtime_checkable
+class EpisodeDriver(Protocol):
+    """A policy that plays whole episodes itself instead of answering ``act`` step by step (an
+    external harness drives its own served session)."""
+
+    def play_episode(
+        self, env: SimforgeEnv, *, seed: int, task: str | None, faults: str | None,
+        policy_seed: int,
+    ) -> EpisodeOutcome: ...
+
+
+def play_episode(
+    env: SimforgeEnv,
+    policy: Policy,
+    *,
+    seed: int,
+    task: str | None = None,
+    faults: str | None = None,
+    policy_seed: int | None = None,
+) -> EpisodeOutcome:
+    """One episode to its end. ``policy_seed`` (default: ``seed``) seeds the policy apart from
+    the environment, so repeated trials of a stochastic policy face the same world."""
+    if isinstance(policy, EpisodeDriver):
+        return policy.play_episode(
+            env, seed=seed, task=task, faults=faults,
+            policy_seed=seed if policy_seed is None else policy_seed,
+        )
+    obs = _start(env, policy, seed, task, faults, policy_seed)
+    terminated = truncated = False
+    while not (terminated or truncated):
+        obs, _reward, terminated, truncated, _info = env.step(policy.act(obs))
+    return finish_outcome(env, policy.name, seed, terminated, truncated)
+
+
+async def aplay_episode(
+    env: SimforgeEnv,
+    policy: Policy,
+    *,
+    seed: int,
+    task: str | None = None,
+    faults: str | None = None,
+    policy_seed: int | None = None,
+) -> EpisodeOutcome:
+    """:func:`play_episode` for policies that await (``aact``); others run as they are."""
+    obs = _start(env, policy, seed, task, faults, policy_seed)
+    terminated = truncated = False
+    while not (terminated or truncated):
+        action = await act_async(policy, obs)
+        obs, _reward, terminated, truncated, _info = env.step(action)
+    return finish_outcome(env, policy.name, seed, terminated, truncated)
 
 
 def run_episode(
@@ -37,37 +159,8 @@ def run_episode(
     seed: int,
     task: str | None = None,
     faults: str | None = None,
+    policy_seed: int | None = None,
 ) -> EpisodeResult:
-    options: dict[str, Any] = {"policy": policy.name}
-    if task is not None:
-        options["task"] = task
-    if faults is not None:
-        options["faults"] = faults
-    obs, info = env.reset(seed=seed, options=options)
-    policy.reset(obs, task=env.task if policy.privileged else None, seed=seed)
-    terminated = truncated = False
-    while not (terminated or truncated):
-        obs, _reward, terminated, truncated, info = env.step(policy.act(obs))
-    result = env.score()
-    trajectory = env.trajectory()
-    sim = trajectory.simulation
-    assert sim is not None
-    return EpisodeResult(
-        scenario=env.scenario.id,
-        task=info["task"],
-        seed=seed,
-        policy=policy.name,
-        reward=result.reward,
-        terminated=terminated,
-        truncated=truncated,
-        steps=info["step"],
-        sim_time=round(info["time"], 6),
-        failed=result.failed,
-        invalid_reason=result.invalid_reason,
-        verdicts=[v.model_dump() for v in result.verdicts],
-        faults=sim.fault_profile,
-        faults_injected=[
-            {"kind": f.kind, "tool": f.tool, "call_index": f.call_index, "sim_time": f.sim_time}
-            for f in sim.faults
-        ],
-    )
+    return play_episode(
+        env, policy, seed=seed, task=task, faults=faults, policy_seed=policy_seed
+    ).result

@@ -1,0 +1,252 @@
+"""Metrics of a run: what a person needs to see where an agent breaks.
+
+Everything is computed from stored episode rows (plain dicts, see
+:meth:`simforge.runs.store.RunStore.episodes`), so a report can be made from any store, of a run
+that is finished or still going. Invalid episodes (reward ``None``: an infrastructure failure
+nobody injected) are counted and reported, and kept out of every rate.
+
+- **pass rate** with a Wilson score interval (correct near 0 and 1, where the normal
+  approximation gives intervals outside [0, 1] for the small counts of a stress test);
+- **pass^k** (tau-bench): per (scenario, task, profile) with ``n`` valid episodes of which ``c``
+  passed, ``C(c,k)/C(n,k)``, averaged over the groups; seeds and trials are the ``n`` attempts,
+  so it reads "k attempts in a row under this profile all succeed";
+- **robustness delta**: pass rate under a profile minus pass rate under ``none`` over the *same*
+  (scenario, task, seed, trial) cells, so the difference is the fault's effect and not a
+  difference of sampled worlds; per fault kind, over the episodes where that kind fired;
+- **safety violations**: failed gate verdicts (safety and integrity) by validator;
+- **flakiness**: reward variance across the trials of one (scenario, task, profile, seed).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+from simforge.scoring.metrics import pass_hat_k
+
+Episode = dict[str, Any]
+GATE_CATEGORIES = ("safety", "integrity")
+BASELINE = "none"
+
+
+def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The Wilson score interval of a binomial proportion (95% by default)."""
+    if n == 0:
+        return (0.0, 1.0)
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    lo = 0.0 if successes == 0 else max(0.0, centre - half)
+    hi = 1.0 if successes == n else min(1.0, centre + half)  # exact at the ends, not 1 - 1e-16
+    return (lo, hi)
+
+
+def _valid(episodes: Iterable[Episode]) -> list[Episode]:
+    return [e for e in episodes if e["reward"] is not None]
+
+
+def rate(episodes: Iterable[Episode]) -> dict[str, Any]:
+    valid = _valid(episodes)
+    passed = sum(1 for e in valid if e["passed"])
+    lo, hi = wilson(passed, len(valid))
+    return {
+        "episodes": len(valid),
+        "passed": passed,
+        "pass_rate": passed / len(valid) if valid else None,
+        "ci": [round(lo, 6), round(hi, 6)],
+    }
+
+
+def pass_hat_ks(episodes: Iterable[Episode]) -> dict[int, float]:
+    """pass^k for k = 1 .. the smallest group's size (every group has k attempts to draw)."""
+    groups: dict[tuple[str, str, str], list[bool]] = defaultdict(list)
+    for e in _valid(episodes):
+        groups[(e["scenario"], e["task"], e["profile"])].append(bool(e["passed"]))
+    if not groups:
+        return {}
+    smallest = min(len(v) for v in groups.values())
+    return {
+        k: round(statistics.fmean(pass_hat_k(len(v), sum(v), k) for v in groups.values()), 6)
+        for k in range(1, smallest + 1)
+    }
+
+
+def _cell(e: Episode) -> tuple[str, str, int, int]:
+    return (e["scenario"], e["task"], e["seed"], e["trial"])
+
+
+def _paired_delta(
+    episodes: list[Episode], baseline: dict[tuple[str, str, int, int], Episode]
+) -> tuple[float | None, int]:
+    pairs = [(e, baseline[_cell(e)]) for e in episodes if _cell(e) in baseline]
+    if not pairs:
+        return None, 0
+    delta = statistics.fmean(float(e["passed"]) - float(b["passed"]) for e, b in pairs)
+    return round(delta, 6), len(pairs)
+
+
+def by_profile(episodes: list[Episode]) -> dict[str, dict[str, Any]]:
+    """Pass rate per fault profile, and its paired delta against ``none``."""
+    valid = _valid(episodes)
+    baseline = {_cell(e): e for e in valid if e["profile"] == BASELINE}
+    groups: dict[str, list[Episode]] = defaultdict(list)
+    for e in valid:
+        groups[e["profile"]].append(e)
+    out: dict[str, dict[str, Any]] = {}
+    for profile in sorted(groups, key=lambda p: (p != BASELINE, p)):
+        delta, pairs = _paired_delta(groups[profile], baseline)
+        out[profile] = {**rate(groups[profile]), "delta_vs_none": delta, "pairs": pairs}
+    return out
+
+
+def by_fault_kind(
+    episodes: list[Episode], *, split: str | None = None
+) -> dict[str, dict[str, Any]]:
+    """Per injected fault kind: episodes (of any faulty profile) where it fired, their pass
+    rate and the paired delta against ``none``. With ``split`` (an episode field, e.g.
+    ``scenario``), keys are ``(value, kind)`` joined by a tab, for the heatmap."""
+    valid = _valid(episodes)
+    baseline = {_cell(e): e for e in valid if e["profile"] == BASELINE}
+    groups: dict[str, list[Episode]] = defaultdict(list)
+    for e in valid:
+        if e["profile"] == BASELINE:
+            continue
+        for kind in sorted({f["kind"] for f in e.get("faults", [])}):
+            key = kind if split is None else f"{e[split]}\t{kind}"
+            groups[key].append(e)
+    out: dict[str, dict[str, Any]] = {}
+    for key in sorted(groups):
+        delta, pairs = _paired_delta(groups[key], baseline)
+        fired = sum(
+            1 for e in groups[key] for f in e.get("faults", []) if f["kind"] == key.split("\t")[-1]
+        )
+        out[key] = {**rate(groups[key]), "delta_vs_none": delta, "pairs": pairs, "fired": fired}
+    return out
+
+
+def safety_violations(episodes: Iterable[Episode]) -> dict[str, int]:
+    counts: Counter[str] = Counter()
+    for e in episodes:
+        for v in e.get("verdicts", []):
+            if v["category"] in GATE_CATEGORIES and not v["passed"]:
+                counts[v["name"]] += 1
+    return dict(sorted(counts.items()))
+
+
+def failed_validators(episodes: Iterable[Episode]) -> dict[str, int]:
+    counts: Counter[str] = Counter(name for e in _valid(episodes) for name in e["failed"])
+    return dict(counts.most_common())
+
+
+def flakiness(episodes: list[Episode]) -> dict[str, Any]:
+    """Reward variance across trials of the same cell; a cell is flaky when some of its trials
+    pass and some fail."""
+    groups: dict[tuple[str, str, str, int], list[Episode]] = defaultdict(list)
+    for e in _valid(episodes):
+        groups[(e["scenario"], e["task"], e["profile"], e["seed"])].append(e)
+    repeated = [g for g in groups.values() if len(g) > 1]
+    if not repeated:
+        return {"cells": 0, "flaky_cells": 0, "mean_variance": None, "max_variance": None,
+                "flaky": []}
+    variances = [statistics.pvariance([float(e["reward"]) for e in g]) for g in repeated]
+    flaky = [g for g in repeated if 0 < sum(e["passed"] for e in g) < len(g)]
+    return {
+        "cells": len(repeated),
+        "flaky_cells": len(flaky),
+        "mean_variance": round(statistics.fmean(variances), 6),
+        "max_variance": round(max(variances), 6),
+        "flaky": sorted(
+            f"{g[0]['scenario']}|{g[0]['task']}|{g[0]['profile']}|{g[0]['seed']}" for g in flaky
+        ),
+    }
+
+
+def distribution(values: list[float]) -> dict[str, float | int | None]:
+    if not values:
+        return {"n": 0, "mean": None, "p50": None, "p90": None, "p99": None, "max": None}
+    ordered = sorted(values)
+
+    def q(p: float) -> float:
+        return round(ordered[min(len(ordered) - 1, int(p * len(ordered)))], 6)
+
+    return {"n": len(ordered), "mean": round(statistics.fmean(ordered), 6), "p50": q(0.5),
+            "p90": q(0.9), "p99": q(0.99), "max": round(ordered[-1], 6)}
+
+
+def call_latencies(episodes: Iterable[Episode]) -> list[float]:
+    return [
+        c["ended_at"] - c["started_at"]
+        for e in episodes
+        for c in e.get("calls", [])
+        if c.get("ended_at") is not None and c.get("started_at") is not None
+    ]
+
+
+def by_task(episodes: list[Episode]) -> dict[str, dict[str, Any]]:
+    """Pass rate per scenario, task and profile (the rows a person scans for the red ones)."""
+    groups: dict[str, list[Episode]] = defaultdict(list)
+    for e in episodes:
+        groups[f"{e['scenario']}|{e['task']}|{e['profile']}"].append(e)
+    out = {}
+    for key in sorted(groups):
+        valid = _valid(groups[key])
+        out[key] = {
+            **rate(valid),
+            "invalid": len(groups[key]) - len(valid),
+            "mean_reward": _mean_reward(valid),
+        }
+    return out
+
+
+def _mean_reward(valid: list[Episode]) -> float | None:
+    return round(statistics.fmean(e["reward"] for e in valid), 6) if valid else None
+
+
+def summarize(episodes: list[Episode], *, run_id: str | None = None) -> dict[str, Any]:
+    """Every metric of a run, JSON-able."""
+    valid = _valid(episodes)
+    overall = rate(valid)
+    invalid = len(episodes) - len(valid)
+    return {
+        "run_id": run_id,
+        "episodes": len(episodes),
+        "invalid": invalid,
+        "invalid_rate": round(invalid / len(episodes), 6) if episodes else None,
+        "pass_rate": overall["pass_rate"],
+        "pass_rate_ci": overall["ci"],
+        "mean_reward": _mean_reward(valid),
+        "pass_hat_k": pass_hat_ks(valid),
+        "by_fault": by_profile(episodes),
+        "by_fault_kind": by_fault_kind(episodes),
+        "by_task": by_task(episodes),
+        "safety_violations": safety_violations(episodes),
+        "failed_validators": failed_validators(episodes),
+        "flakiness": flakiness(episodes),
+        "invalid_reasons": dict(
+            Counter((e["invalid_reason"] or "")[:120] for e in episodes if e["reward"] is None)
+        ),
+        "steps": distribution([float(e["steps"]) for e in valid]),
+        "sim_time": distribution([float(e["sim_time"]) for e in valid]),
+        "wall_s": distribution([float(e["wall_s"]) for e in episodes]),
+        "call_latency": distribution(call_latencies(valid)),
+    }
+
+
+def stress_summary(summary: dict[str, Any]) -> dict[str, Any]:
+    """The fields ``simforge stress --json`` prints."""
+    return {
+        "run_id": summary["run_id"],
+        "episodes": summary["episodes"],
+        "invalid": summary["invalid"],
+        "pass_rate": summary["pass_rate"],
+        "pass_hat_k": {str(k): v for k, v in summary["pass_hat_k"].items()},
+        "by_fault": {
+            p: {"pass_rate": v["pass_rate"], "delta_vs_none": v["delta_vs_none"]}
+            for p, v in summary["by_fault"].items()
+        },
+        "safety_violations": summary["safety_violations"],
+    }

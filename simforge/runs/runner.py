@@ -1,0 +1,102 @@
+"""A run from plan to store: create (or resume) the run, execute the missing cells on a backend,
+write each record as it arrives.
+
+The store is the only source of truth about what is done: resuming asks it which cells exist
+and runs the rest, so a run interrupted any number of times (Ctrl-C, SIGKILL, a lost Ray
+cluster) completes to exactly its plan, each cell once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from simforge.runs.local import run_local
+from simforge.runs.matrix import Plan, RunConfig, plan
+from simforge.runs.store import RunStore
+from simforge.runs.worker import Record
+
+Backend = Literal["local", "ray"]
+
+
+@dataclass
+class Prepared:
+    """A run ready to execute: its id, its plan and the cells still missing."""
+
+    run_id: str
+    config: RunConfig
+    plan: Plan
+    todo: list[str]
+    done: int
+
+
+def prepare(
+    store: RunStore,
+    config: RunConfig | None = None,
+    *,
+    resume: str | None = None,
+    backend: Backend = "local",
+) -> Prepared:
+    """A new run for ``config``, or the run ``resume`` with its stored config. Fails before any
+    episode runs when a scenario, task, profile or policy is unknown."""
+    from simforge.policies.specs import build_policy
+
+    if resume is not None:
+        stored = store.run(resume)
+        config = RunConfig.model_validate(stored["config"])
+    if config is None:
+        raise ValueError("a new run needs a config")
+    the_plan = plan(config)
+    closer = getattr(build_policy(config.policy), "close", None)  # fail fast on a bad spec
+    if callable(closer):
+        closer()
+    if resume is not None:
+        run_id = resume
+        done = store.done_keys(run_id)
+    else:
+        run_id = store.create_run(
+            config.model_dump(), policy=config.policy, total=len(the_plan), backend=backend
+        )
+        done = set()
+    todo = [c.key for c in the_plan.cells if c.key not in done]
+    return Prepared(run_id, config, the_plan, todo, len(the_plan) - len(todo))
+
+
+def execute(
+    store: RunStore,
+    prepared: Prepared,
+    *,
+    backend: Backend = "local",
+    workers: int = 1,
+    ray_address: str | None = None,
+    trajectories: bool = True,
+    on_record: Callable[[Record, bool], None] | None = None,
+) -> int:
+    """Run the missing cells; each batch that comes back (a worker's chunk) is committed in one
+    transaction before ``on_record(record, written)`` sees its records. Returns how many
+    episodes were written."""
+    wanted = set(prepared.todo)
+    cells = [c for c in prepared.plan.cells if c.key in wanted]
+    if backend == "ray":
+        from simforge.runs.ray_backend import run_ray
+
+        records = run_ray(
+            cells, prepared.plan.refs, prepared.config.policy, address=ray_address,
+            num_cpus=workers or None, trajectories=trajectories,
+            profiles=prepared.plan.profiles,
+        )
+    else:
+        records = run_local(
+            cells, prepared.plan.refs, prepared.config.policy, workers=workers,
+            trajectories=trajectories, profiles=prepared.plan.profiles,
+        )
+    written = 0
+    for batch in records:
+        for record, fresh in zip(batch, store.add_episodes(prepared.run_id, batch), strict=True):
+            written += fresh
+            if on_record is not None:
+                on_record(record, fresh)
+    if store.count(prepared.run_id) >= len(prepared.plan):
+        store.finish_run(prepared.run_id)
+    return written

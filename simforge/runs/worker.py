@@ -1,0 +1,205 @@
+"""Running cells: the same code in the parent (``--workers 0``), a pool process or a Ray task.
+
+A worker keeps one environment per scenario and one policy per spec for its whole life (loading
+a pack costs far more than an episode), and returns plain dicts: picklable, JSON-able, and the
+exact rows the store writes, so the parent does no work per episode beyond the insert.
+
+A cell that raises (a policy bug, an LLM endpoint that is down, a harness that crashed) becomes
+an *invalid* record with the reason, never a zero reward blamed on the agent, and never a lost
+cell: the matrix always completes.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Any
+
+from simforge.env.core import SimforgeEnv
+from simforge.policies.base import Policy
+from simforge.runs.episode import EpisodeOutcome, play_episode
+from simforge.runs.matrix import Cell
+
+Record = dict[str, Any]
+"""One finished cell, as the store writes it (see :mod:`simforge.runs.store`)."""
+
+_envs: dict[str, SimforgeEnv] = {}
+_policies: dict[str, Policy] = {}
+
+
+def warm_env(ref: str) -> None:
+    """Load ``ref``'s environment now (before forking workers that will inherit it)."""
+    _env(ref)
+
+
+def _env(ref: str) -> SimforgeEnv:
+    env = _envs.get(ref)
+    if env is None:
+        from simforge.env.core import make
+
+        env = _envs[ref] = make(ref)
+    return env
+
+
+def _policy(spec: str) -> Policy:
+    policy = _policies.get(spec)
+    if policy is None:
+        from simforge.policies.specs import build_policy
+
+        policy = _policies[spec] = build_policy(spec)
+    return policy
+
+
+def run_cell(
+    cell: Cell,
+    ref: str,
+    policy_spec: str,
+    *,
+    faults: str | None = None,
+    trajectories: bool = True,
+) -> Record:
+    """Play one cell and return its record; never raises for a failing episode. ``faults`` is
+    where the cell's profile resolves from (default: its name)."""
+    started = time.perf_counter()
+    try:
+        env, policy = _env(ref), _policy(policy_spec)
+        started = time.perf_counter()  # loading a pack once per worker is not the episode's
+        outcome = play_episode(
+            env,
+            policy,
+            seed=cell.seed,
+            task=cell.task,
+            faults=faults or cell.profile,
+            policy_seed=cell.policy_seed,
+        )
+    except Exception as exc:
+        _policies.pop(policy_spec, None)  # a policy that crashed mid-episode is not reused
+        reason = f"runner error: {type(exc).__name__}: {exc}"[:1000]
+        return failed_record(cell, policy_spec, reason, time.perf_counter() - started)
+    wall_s = time.perf_counter() - started
+    return to_record(cell, outcome, wall_s, policy=policy_spec, trajectories=trajectories)
+
+
+def run_cells(
+    cells: list[Cell],
+    refs: dict[str, str],
+    policy_spec: str,
+    trajectories: bool = True,
+    profiles: dict[str, str] | None = None,
+) -> list[Record]:
+    """Records of ``cells``; ``refs`` and ``profiles`` map scenario ids and profile names to
+    what they load from (see :class:`simforge.runs.matrix.Plan`)."""
+    profiles = profiles or {}
+    return [
+        run_cell(c, refs[c.scenario], policy_spec, faults=profiles.get(c.profile),
+                 trajectories=trajectories)
+        for c in cells
+    ]
+
+
+def to_record(
+    cell: Cell,
+    outcome: EpisodeOutcome,
+    wall_s: float,
+    *,
+    policy: str | None = None,
+    trajectories: bool = True,
+) -> Record:
+    """The record of a played cell; ``policy`` is the spec it was built from (``llm:MODEL``
+    says more than the class name ``llm``)."""
+    result, trajectory = outcome.result, outcome.trajectory
+    sim = trajectory.simulation
+    assert sim is not None
+    return {
+        **cell.to_dict(),
+        "key": cell.key,
+        "policy": policy or result.policy,
+        "reward": result.reward,
+        "passed": bool(result.passed and result.reward is not None),
+        "invalid_reason": result.invalid_reason,
+        "steps": result.steps,
+        "sim_time": result.sim_time,
+        "terminated": result.terminated,
+        "truncated": result.truncated,
+        "truncation_reason": sim.truncation_reason,
+        "failed": list(result.failed),
+        "wall_s": wall_s,
+        "verdicts": result.verdicts,
+        "faults": [
+            {
+                "kind": f.kind,
+                "tool": f.tool,
+                "call_id": f.call_id,
+                "call_index": f.call_index,
+                "sim_time": f.sim_time,
+                "rule": f.rule,
+            }
+            for f in sim.faults
+        ],
+        "calls": [
+            {
+                "call_id": c.call_id,
+                "tool": c.tool,
+                "ok": c.error is None,
+                "status": (c.metadata.get("error") or {}).get("status"),
+                "started_at": c.started_at,
+                "ended_at": c.ended_at,
+            }
+            for c in trajectory.tool_calls
+        ],
+        "trajectory": trajectory.model_dump_json(exclude_defaults=True) if trajectories else None,
+    }
+
+
+def failed_record(cell: Cell, policy: str, reason: str, wall_s: float) -> Record:
+    return {
+        **cell.to_dict(),
+        "key": cell.key,
+        "policy": policy,
+        "reward": None,
+        "passed": False,
+        "invalid_reason": reason,
+        "steps": 0,
+        "sim_time": 0.0,
+        "terminated": False,
+        "truncated": False,
+        "truncation_reason": None,
+        "failed": [],
+        "wall_s": wall_s,
+        "verdicts": [],
+        "faults": [],
+        "calls": [],
+        "trajectory": None,
+    }
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, dead but not yet reaped, does not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return True  # no /proc (macOS): os.kill's answer stands
+
+
+def watch_runner(runner: int, interval: float = 0.5) -> None:
+    """Exit this worker when the runner that owns the pool is gone (killed with SIGKILL).
+
+    The parent process is no guide: a forkserver worker's parent is the fork server, and the
+    fork server itself waits for its workers to close a pipe before it exits, so without this
+    the workers, the fork server and the resource tracker would all outlive the runner."""
+
+    def watch() -> None:
+        while True:
+            time.sleep(interval)
+            if not alive(runner):
+                os._exit(1)
+
+    threading.Thread(target=watch, name="simforge-runner-watch", daemon=True).start()

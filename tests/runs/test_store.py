@@ -1,0 +1,100 @@
+"""The run store keeps every finished episode once, on SQLite and on PostgreSQL."""
+
+from __future__ import annotations
+
+import pytest
+
+from simforge.config import NotFound
+from simforge.runs.matrix import RunConfig, plan
+from simforge.runs.store import RunStore, normalise_url
+from simforge.runs.worker import run_cells
+
+
+@pytest.fixture
+def records(mini: str) -> list[dict]:
+    config = RunConfig(scenarios=[mini], policy="oracle", profiles=["flaky-network"], seeds=2)
+    the_plan = plan(config.with_baseline())
+    return run_cells(the_plan.cells, the_plan.refs, "oracle")
+
+
+def test_an_episode_is_written_with_its_verdicts_calls_and_faults(store_url, records):
+    store = RunStore(store_url)
+    run_id = store.create_run({"scenarios": ["x"]}, policy="oracle", total=len(records))
+    for record in records:
+        assert store.add_episode(run_id, record) is True
+    episodes = store.episodes(run_id)
+    assert [e["key"] for e in episodes] == sorted(r["key"] for r in records)
+    by_key = {r["key"]: r for r in records}
+    for e in episodes:
+        r = by_key[e["key"]]
+        assert (e["reward"], e["passed"], e["steps"], e["sim_time"]) == (
+            r["reward"], r["passed"], r["steps"], r["sim_time"])
+        assert [v["name"] for v in e["verdicts"]] == [v["name"] for v in r["verdicts"]]
+        assert [c["call_id"] for c in e["calls"]] == [c["call_id"] for c in r["calls"]]
+        assert [f["kind"] for f in e["faults"]] == [f["kind"] for f in r["faults"]]
+    assert any(e["faults"] for e in episodes), "flaky-network should fire on some call"
+    store.close()
+
+
+def test_a_cell_is_never_stored_twice(store_url, records):
+    store = RunStore(store_url)
+    run_id = store.create_run({}, policy="oracle", total=1)
+    assert store.add_episode(run_id, records[0]) is True
+    assert store.add_episode(run_id, records[0]) is False
+    assert store.count(run_id) == 1
+    other = store.create_run({}, policy="oracle", total=1)
+    assert store.add_episode(other, records[0]) is True  # unique per run, not globally
+    store.close()
+
+
+def test_trajectories_stream_back_as_native_json(store_url, records):
+    from simforge.trace.episode import Episode
+
+    store = RunStore(store_url)
+    run_id = store.create_run({}, policy="oracle", total=len(records))
+    for record in records:
+        store.add_episode(run_id, record)
+    rows = list(store.trajectories(run_id))
+    assert len(rows) == len(records)
+    for row, text in rows:
+        episode = Episode.model_validate_json(text)
+        assert episode.simulation is not None
+        assert episode.simulation.task == row["task"]
+        assert row["verdicts"]
+    store.close()
+
+
+def test_runs_are_listed_with_their_progress_and_finished(store_url, records):
+    store = RunStore(store_url)
+    run_id = store.create_run({"policy": "oracle"}, policy="oracle", total=len(records))
+    store.add_episode(run_id, records[0])
+    (run,) = [r for r in store.runs() if r["id"] == run_id]
+    assert (run["episodes"], run["total"], run["status"]) == (1, len(records), "running")
+    store.finish_run(run_id)
+    assert store.run(run_id)["status"] == "complete"
+    with pytest.raises(NotFound, match="no run 'nope'"):
+        store.run("nope")
+    store.close()
+
+
+def test_sqlite_runs_in_wal_mode(sqlite_url):
+    store = RunStore(sqlite_url)
+    with store.engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+    store.close()
+
+
+def test_store_urls_are_normalised(tmp_path):
+    assert normalise_url("postgresql://u@h/db") == "postgresql+psycopg://u@h/db"
+    assert normalise_url(str(tmp_path / "a.db")) == f"sqlite:///{tmp_path / 'a.db'}"
+    assert normalise_url("sqlite:///x.db") == "sqlite:///x.db"
+
+
+def test_a_batch_with_a_stored_cell_writes_the_others(store_url, records):
+    store = RunStore(store_url)
+    run_id = store.create_run({}, policy="oracle", total=len(records))
+    assert store.add_episodes(run_id, records[:2]) == [True, True]
+    assert store.add_episodes(run_id, records[1:4]) == [False, True, True]
+    assert store.count(run_id) == 4
+    assert len({e["key"] for e in store.episodes(run_id)}) == 4
+    store.close()
