@@ -176,8 +176,10 @@ def synthesize(
 
     sink: dict[str, list[CallObservation]] = {}
     states: list[tuple[Episode, EpisodeState]] = []
+    primary = {id: ref.entity for id, ref in catalog.index().items() if ref.sub is None}
     for n, episode in enumerate(train, 1):
-        states.append((episode, walk(episode, catalog, profiles, base, pks, parent_of, sink)))
+        state = walk(episode, catalog, profiles, base, pks, parent_of, sink, primary)
+        states.append((episode, state))
         if n % 200 == 0 or n == len(train):
             tick("walk", n, len(train))
 

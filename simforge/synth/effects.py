@@ -79,33 +79,49 @@ def learn_value(
     base: Expr | None = None,
     cache: _Cache | None = None,
     hints: list[Expr] | None = None,
+    name: str | None = None,
+    per_elem: bool = False,
 ) -> Learned:
     """The expression that reproduces the most samples (``base``: the field's old value, for
-    list effects that extend or edit it)."""
+    list effects that extend or edit it). Among equally good candidates, with ``per_elem`` (a
+    template applied to each element of a list) one that depends on the element wins: a list
+    built from a list is built from its elements, not from what they share; then, with
+    ``name`` (the field's name), the argument or element field of that name, as in an API that
+    names its parameters after the fields they set."""
     samples = list(samples)[:MAX_SAMPLES]
     cache = cache or _Cache()
     if not samples:
         return Learned(None, 0, 0)
     direct: list[Expr] = []
-    for value, env in samples[:3]:
-        explainer = cache.of(env)
-        if isinstance(value, dict | list):
-            direct.extend(explainer.paths(value))
-            if isinstance(value, list):
-                direct.extend({"sorted": p} for p in explainer.sorted_paths(value))
-        else:
-            direct.extend(explainer.scalar(value))
-    if base is not None:
-        direct.insert(0, base)
-    best = _best([e for e in direct if "c" not in e], samples)
-    if best.score == len(samples):
-        return best
+    best = Learned(None, -1, len(samples))
+    tried: set[int] = set()
+    pick = 0
+    for _ in range(4):  # candidates from a few calls, then from the first call not yet explained
+        for i in range(pick, min(pick + 3, len(samples))):
+            if i not in tried:
+                tried.add(i)
+                direct.extend(_direct(samples[i], cache))
+        if base is not None and base not in direct:
+            direct.insert(0, base)
+        direct.sort(key=lambda e: (per_elem and "'elem'" not in repr(e), not _named(e, name)))
+        best = _best([e for e in direct if "c" not in e], samples)
+        if best.score == len(samples):
+            return best
+        missed = [i for i, (v, env) in enumerate(samples) if i not in tried]
+        if best.expr is not None:
+            expr = best.expr
+            missed = [i for i in missed if not evaluates_to(expr, samples[i][1], samples[i][0])]
+        if not missed:
+            break
+        pick = missed[0]
     options = [best]
     values = [v for v, _ in samples]
     if all(isinstance(v, dict) for v in values):
-        options.append(_learn_object(samples, cache))
-    elif all(isinstance(v, list) for v in values) and base is not None:
-        options.extend(_learn_list(samples, base, cache))
+        options.append(_learn_object(samples, cache, per_elem))
+    elif all(isinstance(v, list) for v in values):
+        options.extend(_learn_map(samples, cache))
+        if base is not None:
+            options.extend(_learn_list(samples, base, cache))
     elif hints and all(isinstance(v, str) for v in values):
         distinct = sorted(set(values))
         if len(distinct) == 2:
@@ -116,7 +132,54 @@ def learn_value(
     return max(options, key=lambda learned: learned.score)
 
 
-def _learn_object(samples: Sequence[Sample], cache: _Cache) -> Learned:
+def _direct(sample: Sample, cache: _Cache) -> list[Expr]:
+    value, env = sample
+    explainer = cache.of(env)
+    if isinstance(value, dict | list):
+        found = explainer.paths(value)
+        if isinstance(value, list):
+            found.extend({"sorted": p} for p in explainer.sorted_paths(value))
+        return found
+    return explainer.scalar(value)
+
+
+def _named(expr: Expr, name: str | None) -> bool:
+    path = expr.get("p")
+    return name is not None and isinstance(path, list) and path[-1] == name
+
+
+def _learn_map(samples: Sequence[Sample], cache: _Cache) -> list[Learned]:
+    """A list built element by element from a list of the call (``flights`` from the requested
+    flights, each priced by a join): the template is learned over every element of every call."""
+    out: list[Learned] = []
+    first, first_env = samples[0]
+    sources = [
+        path
+        for path, value in cache.of(first_env).all
+        if isinstance(value, list) and len(value) == len(first) and path[0] != "old"
+    ]
+    for source in sources[:8]:
+        flat: list[Sample] = []
+        for value, env in samples:
+            try:
+                items = get_path(env, source)
+            except Exception:
+                items = None
+            if isinstance(items, list) and len(items) == len(value):
+                pairs = zip(value, items, strict=True)
+                flat.extend((v, {**env, "elem": item}) for v, item in pairs)
+        if not flat:
+            continue
+        template = learn_value(flat, cache=cache, per_elem=True)
+        if template.expr is not None:
+            expr: Expr = {"map": [{"p": source}, template.expr]}
+            out.append(Learned(expr, _score(expr, samples), len(samples)))
+            if out[-1].score == len(samples):
+                break
+    return out
+
+
+def _learn_object(samples: Sequence[Sample], cache: _Cache, per_elem: bool = False) -> Learned:
     keys: list[str] = []
     for value, _ in samples:
         keys.extend(k for k in value if k not in keys)
@@ -124,7 +187,13 @@ def _learn_object(samples: Sequence[Sample], cache: _Cache) -> Learned:
     hints: list[Expr] = []
     ordered = sorted(keys, key=lambda k: not all(_is_number(v.get(k)) for v, _ in samples))
     for key in ordered:
-        learned = learn_value([(v.get(key), env) for v, env in samples], cache=cache, hints=hints)
+        learned = learn_value(
+            [(v.get(key), env) for v, env in samples],
+            cache=cache,
+            hints=hints,
+            name=key,
+            per_elem=per_elem,
+        )
         if learned.expr is None:
             return Learned(None, 0, len(samples))
         parts[key] = learned.expr
@@ -184,8 +253,10 @@ def _learn_appends(
             )
         if not ok or not flat:
             continue
-        template = learn_value(flat, cache=cache)
-        if template.expr is not None:
+        template = learn_value(flat, cache=cache, per_elem=True)
+        # one element per element of a list that the element never reads is a count that
+        # happened to match, not a mapping
+        if template.expr is not None and "'elem'" in repr(template.expr):
             expr: Expr = {"appendmap": [base, source, template.expr]}
             out.append(Learned(expr, _score(expr, samples), len(samples)))
     counts = {len(extra) for extra in appended}
@@ -254,7 +325,6 @@ def learn_effects(
 ) -> EffectModel:
     """An update's effect from ``(new row, env)`` pairs (``env["old"]`` is the row before)."""
     observations = list(observations)[:MAX_SAMPLES]
-    cache = _Cache()
     fields: list[str] = []
     for new, env in observations:
         old = env.get("old") or {}
@@ -264,28 +334,79 @@ def learn_effects(
             if not same(old.get(name), new.get(name)):
                 fields.append(name)
     model = EffectModel(total=len(observations))
-    for name in fields:
-        samples = [(new.get(name), env) for new, env in observations]
-        learned = learn_value(samples, base={"p": ["old", name]}, cache=cache)
-        if learned.expr is not None and learned.score > 0 and learned.expr != {"p": ["old", name]}:
-            model.changes[name] = learned.expr
-    model.score = sum(
-        1
-        for new, env in observations
-        if all(evaluates_to(expr, env, new.get(name)) for name, expr in model.changes.items())
-    )
+    model.changes = learn_fields(observations, fields, base=lambda name: {"p": ["old", name]})
+    model.score = sum(1 for new, env in observations if reproduces(model.changes, env, new))
     return model
 
 
-def apply_effects(changes: dict[str, Expr], env: dict[str, Any]) -> dict[str, Any]:
-    """The new values of the fields an effect changes (fields whose expression does not apply
-    keep their value)."""
+def learn_fields(
+    observations: Sequence[tuple[dict[str, Any], dict[str, Any]]],
+    fields: Sequence[str],
+    *,
+    base: Any = None,
+    scope: str | None = "new",
+) -> dict[str, Expr]:
+    """Expressions for ``fields`` of the written row, in evaluation order. Two rounds: fields
+    explained by the call alone, then the rest with those already computed visible as ``new``
+    (a charge is the difference of the new and the old fares, the new fares being what the
+    first round computed). ``base(name)``: the field's old value, for list edits; ``scope``:
+    where computed fields are visible (``None``: nowhere, for a record other than the row)."""
+    cache = _Cache()
+    changes: dict[str, Expr] = {}
+    partial: dict[str, Learned] = {}
+    for name in fields:
+        learned = _learn_field(observations, name, base, cache, None)
+        if learned.expr is None or learned.score <= 0:
+            continue
+        if base is not None and learned.expr == base(name):
+            continue
+        if learned.score == learned.total:
+            changes[name] = learned.expr
+        else:
+            partial[name] = learned
+    solved = dict(changes) if scope else {}
+    for name, first in partial.items():
+        learned = _learn_field(observations, name, base, cache, solved) if solved else first
+        changes[name] = (learned if learned.score > first.score else first).expr  # type: ignore[assignment]
+    return changes
+
+
+def _learn_field(
+    observations: Sequence[tuple[dict[str, Any], dict[str, Any]]],
+    name: str,
+    base: Any,
+    cache: _Cache,
+    solved: dict[str, Expr] | None,
+) -> Learned:
+    samples: list[Sample] = []
+    for new, env in observations:
+        if solved is not None:
+            env = {**env, "new": {k: new.get(k) for k in solved}}
+        samples.append((new.get(name), env))
+    return learn_value(
+        samples, base=base(name) if base is not None else None, cache=cache, name=name
+    )
+
+
+def reproduces(
+    changes: dict[str, Expr], env: dict[str, Any], new: dict[str, Any], scope: str | None = "new"
+) -> bool:
+    computed = apply_effects(changes, env, scope)
+    return all(name in computed and same(computed[name], new.get(name)) for name in changes)
+
+
+def apply_effects(
+    changes: dict[str, Expr], env: dict[str, Any], scope: str | None = "new"
+) -> dict[str, Any]:
+    """The new values of the fields an effect changes, in order, each visible to the later ones
+    under ``scope`` (fields whose expression does not apply keep their value)."""
     from simforge.synth.expr import Unresolved, evaluate
 
     out: dict[str, Any] = {}
+    env = {**env, scope: out} if scope else env
     for name, expr in changes.items():
         try:
             out[name] = evaluate(expr, env)
-        except (Unresolved, TypeError, ValueError, OverflowError):
+        except (Unresolved, TypeError, ValueError, OverflowError, ZeroDivisionError):
             continue
     return out

@@ -5,15 +5,20 @@ An expression is plain JSON, so a learned handler is data in ``tools.json`` that
 and edit, never generated code. It is evaluated against an environment::
 
     {"args": call arguments, "old": the entity before the call,
-     "ref": {argument: the record(s) its id names}, "elem": the element being mapped}
+     "ref": {argument: the record(s) its id names}, "elem": the element being mapped,
+     "new": fields of the row being written that are already computed (in effect order),
+     "target": a record a side effect changes, "db": the store (for ``row`` lookups)}
 
 Forms: ``{"c": value}`` (constant), ``{"p": [path]}`` (a value in the environment),
 ``{"neg"|"abs"|"sorted"|"len": e}``, ``{"round": [e, digits]}``, ``{"add"|"sub"|"mul": [a, b]}``,
 ``{"sum": [list, key]}``, ``{"pairdiff": [list_a, list_b, key]}`` (the sum of
 ``a[i][key] - b[i][key]``, accumulated in order as a loop would), ``{"obj": {key: e}}``,
-``{"if_pos": [e, then, else]}``, and the list forms ``append``, ``appendmap`` and ``replace``
-(see :func:`evaluate`). A hand-written search over these forms is small and predictable; a
-general program synthesiser would be neither.
+``{"if_pos": [e, then, else]}``, the list forms ``append``, ``appendmap``, ``map`` and
+``replace`` (see :func:`evaluate`), and the joins ``{"row": [entity, key]}`` (the row of another
+entity table that a value names, read through the store) and ``{"at": [e, seg, ...]}`` (a path
+into a value whose segments are themselves expressions: ``flights[elem.flight_number]
+.dates[elem.date].prices[args.cabin]``). A hand-written search over these forms is small and
+predictable; a general program synthesiser would be neither.
 """
 
 from __future__ import annotations
@@ -23,10 +28,12 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
+from simforge.synth.joins import joined
+
 Expr = dict[str, Any]
 Path = list[str | int]
 
-_SOURCES = ("elem", "args", "ref", "old")
+_SOURCES = ("elem", "args", "ref", "old", "new", "target")
 
 
 class Unresolved(Exception):
@@ -127,9 +134,38 @@ def evaluate(expr: Expr, env: dict[str, Any]) -> Any:
         if not isinstance(base, list) or not isinstance(source, list):
             raise Unresolved(op)
         return [*base, *(evaluate(arg[2], {**env, "elem": item}) for item in source)]
+    if op == "map":
+        source = evaluate(arg[0], env)
+        if not isinstance(source, list):
+            raise Unresolved(op)
+        return [evaluate(arg[1], {**env, "elem": item}) for item in source]
+    if op == "row":
+        return _row(arg, env)
+    if op == "at":
+        node = evaluate(arg[0], env)
+        return get_path(node, [_segment(evaluate(seg, env)) for seg in arg[1:]])
     if op == "replace":
         return _replace(arg, env)
     raise ValueError(f"unknown expression form {op!r}")
+
+
+def _row(arg: list[Any], env: dict[str, Any]) -> Any:
+    """The row of table ``arg[0]`` whose key is the value of ``arg[1]`` (a join: a flight number
+    in an argument names a row of the flights table)."""
+    db = env.get("db")
+    key = evaluate(arg[1], env)
+    if db is None or not isinstance(key, str):
+        raise Unresolved("row")
+    row = db.get(arg[0], key)
+    if row is None:
+        raise Unresolved("row")
+    return row
+
+
+def _segment(value: Any) -> str | int:
+    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    raise Unresolved("segment")
 
 
 def _replace(arg: dict[str, Any], env: dict[str, Any]) -> list[Any]:
@@ -189,6 +225,8 @@ def leaves(env: dict[str, Any], *, limit: int = 4000) -> list[tuple[Path, Any]]:
         elif isinstance(node, list):
             for i, v in enumerate(node[:50]):
                 walk(v, [*path, i], depth + 1)
+            if len(node) > 1:  # what a call appended is "the last one", wherever it lands
+                walk(node[-1], [*path, -1], depth + 1)
 
     for source in _SOURCES:
         if source in env and env[source] is not None:
@@ -203,14 +241,19 @@ class Explainer:
         self.env = env
         self.all = leaves(env)
         self.numbers: list[tuple[Expr, float]] = []
-        self._by_key: dict[str, list[Path]] = {}
+        self._by_key: dict[str, list[tuple[Expr, Any]]] = {}
         for path, value in self.all:
-            if isinstance(value, int | float) and not isinstance(value, bool):
+            if _is_number(value):
                 self.numbers.append(({"p": path}, float(value)))
             if not isinstance(value, dict | list) or len(path) > 1:
-                self._by_key.setdefault(_key(value), []).append(path)
+                self._by_key.setdefault(_key(value), []).append(({"p": path}, value))
         self.numbers.extend(self._aggregates())
-        self.numbers = self.numbers[:600]
+        for expr, value in joined(env):
+            if _is_number(value):
+                self.numbers.append((expr, float(value)))
+            self._by_key.setdefault(_key(value), []).append((expr, value))
+        self.numbers = self.numbers[:700]
+        self.counts = self._counts()
         self._sorted = sorted(((v, i) for i, (_, v) in enumerate(self.numbers)))
         self._values = [v for v, _ in self._sorted]
 
@@ -238,12 +281,20 @@ class Explainer:
                     out.append(({"pairdiff": [pa, pb, key]}, diff))
         return out
 
+    def _counts(self) -> list[tuple[Expr, float]]:
+        """Multipliers: list lengths and integer arguments of at least 2 (a fare is charged
+        per passenger), one expression per distinct list."""
+        out: list[tuple[Expr, float]] = []
+        for path, value in self.all:
+            if isinstance(value, list) and len(value) >= 2 and path[-1] != -1:
+                out.append(({"len": {"p": path}}, float(len(value))))
+            elif path[:1] == ["args"] and _is_number(value) and value >= 2 and value == int(value):
+                out.append(({"p": path}, float(value)))
+        return out[:12]
+
     def paths(self, value: Any) -> list[Expr]:
-        return [
-            {"p": p}
-            for p in self._by_key.get(_key(value), [])
-            if same(get_path(self.env, p), value)
-        ]
+        """Expressions holding exactly the value: paths, then joins."""
+        return [e for e, v in self._by_key.get(_key(value), []) if same(v, value)]
 
     def sorted_paths(self, value: list[Any]) -> list[Expr]:
         """Lists in the environment that, sorted, are the value (ids stored in order)."""
@@ -285,6 +336,18 @@ class Explainer:
                 out.append({"round": [expr, 2]})
         if len(out) > 3:
             return out
+        out.extend(self._pairs(t))
+        for count, n in self.counts:
+            # a per-unit value times a count: (new fare - old fare) * passengers
+            unit = t / n
+            near = [self.numbers[i][0] for i in self._near(unit, 1e-9 * max(1.0, abs(unit)))]
+            for expr in [*near, *self._pairs(unit)]:
+                out.append({"mul": [expr, count]})
+        return out
+
+    def _pairs(self, t: float) -> list[Expr]:
+        out: list[Expr] = []
+        tol = 1e-9 * max(1.0, abs(t))
         for expr_a, a in self.numbers:
             for j in self._near(a - t, tol):
                 out.append({"sub": [expr_a, self.numbers[j][0]]})
@@ -293,6 +356,10 @@ class Explainer:
             if len(out) > 12:
                 break
         return out
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _numeric_keys(items: list[dict[str, Any]]) -> set[str]:

@@ -7,7 +7,9 @@ what fidelity measures is exactly what a session runs. Kinds:
 ``get`` (an entity by its key argument, whole or a path into it), ``find`` (the key of the row
 whose fields equal the arguments), ``search`` (rows filtered by arguments and constants, merged
 with a sub-record an argument selects), ``update`` and ``create`` (learned effects), ``compute``
-(arithmetic), ``constant`` and ``replay``. Every kind checks the learned error conditions first.
+(arithmetic), ``constant`` and ``replay``. Every kind checks the learned error conditions first;
+a write computes its effects before (a condition may compare an argument with a computed total)
+and applies its learned side effects after (:mod:`.side`).
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ from typing import Any, Protocol
 
 from simforge.synth.effects import apply_effects
 from simforge.synth.entities import Ref, resolve
-from simforge.synth.errors import ErrorObservation, holds
+from simforge.synth.errors import ErrorObservation, holds, render
 from simforge.synth.expr import Unresolved
 from simforge.synth.replay import ReplayTable
+from simforge.synth.side import apply_side_effects
 from simforge.tools.errors import ToolError
 
 Row = dict[str, Any]
@@ -56,6 +59,13 @@ class DictStore:
         for id, row in over.items():
             if id not in base:
                 yield row
+
+    def snapshot(self) -> DictStore:
+        """The store as it is now, unaffected by later writes (rows are replaced on write,
+        never edited in place, so copying the overlay's tables is enough)."""
+        copy = DictStore(self.base, self.pks)
+        copy.overlay = {entity: dict(rows) for entity, rows in self.overlay.items()}
+        return copy
 
     def put(self, entity: str, id: str, row: Row) -> None:
         self.overlay.setdefault(entity, {})[id] = row
@@ -122,7 +132,7 @@ def _refs(
 def _check(desc: Mapping[str, Any], obs: ErrorObservation) -> None:
     for rule in desc.get("errors") or []:
         if holds(rule["when"], obs):
-            raise ToolError(rule["status"], "tool_error", rule["message"])
+            raise ToolError(rule["status"], "tool_error", render(rule, obs.env))
 
 
 def run(desc: Mapping[str, Any], store: Store, args: dict[str, Any], rt: Runtime) -> Any:
@@ -141,16 +151,18 @@ def run(desc: Mapping[str, Any], store: Store, args: dict[str, Any], rt: Runtime
     if kind in ("get", "update"):
         key = args.get(desc["key"])
         row = store.get(entity, key) if isinstance(key, str) else None
-        obs = ErrorObservation(
-            {"args": args, "old": row, "ref": refs}, None, row is None, False, missing_refs
-        )
+        env = {"args": args, "old": row, "ref": refs, "db": store}
+        changes = apply_effects(desc.get("effects") or {}, env) if row is not None else {}
+        if kind == "update" and row is not None:
+            env["new"] = {**row, **changes}
+        obs = ErrorObservation(env, None, row is None, False, missing_refs)
         _check(desc, obs)
         if row is None:
             raise ToolError.not_found(entity, key)
         if kind == "get":
             return _view(row, desc.get("view") or {}, args)
-        changes = apply_effects(desc.get("effects") or {}, obs.env)
         new = store.update(entity, str(key), changes) if changes else row
+        apply_side_effects(desc, {**env, "new": new}, store, rt.parent_of)
         return _returns(desc, new, tool, args, rt)
     if kind == "find":
         match = desc["match"].items()
@@ -162,26 +174,26 @@ def run(desc: Mapping[str, Any], store: Store, args: dict[str, Any], rt: Runtime
             ),
             None,
         )
-        obs = ErrorObservation({"args": args, "ref": refs}, None, False, hit is None, missing_refs)
-        _check(desc, obs)
+        env = {"args": args, "ref": refs, "db": store}
+        _check(desc, ErrorObservation(env, None, False, hit is None, missing_refs))
         if hit is None:
             raise ToolError(404, "not_found", f"no {entity} matches")
         return hit[desc["pk"]] if desc.get("returns", "key") == "key" else hit
     if kind == "search":
-        _check(desc, ErrorObservation({"args": args, "ref": refs}, None))
+        _check(desc, ErrorObservation({"args": args, "ref": refs, "db": store}, None))
         return _search(desc, store, args)
     if kind == "create":
-        obs = ErrorObservation(
-            {"args": args, "old": None, "ref": refs}, None, False, False, missing_refs
-        )
-        _check(desc, obs)
-        fields = apply_effects(desc.get("fields") or {}, obs.env)
+        env = {"args": args, "old": None, "ref": refs, "db": store}
+        fields = apply_effects(desc.get("fields") or {}, env)
+        env["new"] = fields
+        _check(desc, ErrorObservation(env, None, False, False, missing_refs))
         pk = desc.get("pk")
         if pk and (
             not isinstance(fields.get(pk), str) or store.get(entity, fields[pk]) is not None
         ):
             fields.pop(pk, None)  # an id already taken: the world hands out a fresh one
         new = store.insert(entity, fields)
+        apply_side_effects(desc, {**env, "new": new}, store, rt.parent_of)
         return _returns(desc, new, tool, args, rt)
     raise ValueError(f"unknown handler kind {kind!r}")
 

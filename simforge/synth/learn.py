@@ -14,12 +14,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from simforge.synth.effects import MAX_SAMPLES, learn_effects, learn_value
+from simforge.synth.effects import MAX_SAMPLES, apply_effects, learn_effects, learn_fields
 from simforge.synth.entities import EntityCatalog
 from simforge.synth.errors import ErrorObservation, learn_errors
 from simforge.synth.expr import same
 from simforge.synth.handlers import DictStore, Runtime, arithmetic, run
 from simforge.synth.observe import CallObservation, ToolProfile
+from simforge.synth.side import learn_side_effects
 from simforge.tools.errors import ToolError
 
 Row = dict[str, Any]
@@ -148,6 +149,7 @@ class Learner:
     ) -> dict[str, Any]:
         pairs = [(c.new, c.env) for c in good if c.new is not None and c.env.get("old") is not None]
         model = learn_effects(pairs)
+        changes = {**model.changes, **_named_args(pairs, key, model.changes)}
         returns: Any = "row"
         if good and not any(isinstance(c.result, dict) for c in good):
             values = {repr(c.result) for c in good}
@@ -156,7 +158,8 @@ class Learner:
             **common,
             "kind": "update",
             "key": key,
-            "effects": model.changes,
+            "effects": changes,
+            "side": learn_side_effects(good, common["refs"]),
             "returns": returns,
             "view": self._omit(common["entity"], good),
         }
@@ -165,19 +168,15 @@ class Learner:
         self, common: dict[str, Any], entity: str, good: Sequence[CallObservation]
     ) -> dict[str, Any]:
         made = [(c.new, {**c.env, "old": None}) for c in good if c.created and c.new is not None]
-        fields: dict[str, Any] = {}
         keys: list[str] = []
         for new, _ in made:
             keys.extend(k for k in new if k not in keys)
-        for key in keys:
-            learned = learn_value([(new.get(key), env) for new, env in made[:MAX_SAMPLES]])
-            if learned.expr is not None:
-                fields[key] = learned.expr
         return {
             **common,
             "kind": "create",
             "pk": self.pks[entity],
-            "fields": fields,
+            "fields": learn_fields(made[:MAX_SAMPLES], keys),
+            "side": learn_side_effects(good, common["refs"]),
             "returns": "row",
         }
 
@@ -308,6 +307,7 @@ class Learner:
         plain = {k: v for k, v in desc.items() if k != "errors"}
         observations = []
         for c in calls[:CHECK_CAP]:
+            env = _would_write(desc, c.env)
             no_match = False
             if desc["kind"] == "find" and c.error is not None:
                 no_match = not self.outcome(plain, c)[0]
@@ -315,9 +315,7 @@ class Learner:
             missing = tuple(
                 k for k, v in refs.items() if v is None or (isinstance(v, list) and None in v)
             )
-            observations.append(
-                ErrorObservation(c.env, c.error, c.missing_target, no_match, missing)
-            )
+            observations.append(ErrorObservation(env, c.error, c.missing_target, no_match, missing))
         return learn_errors(observations)
 
 
@@ -343,6 +341,39 @@ def share_not_found(handlers: list[dict[str, Any]]) -> None:
         )
         if borrowed is not None:
             rules.insert(0, {**borrowed, "when": {op: True if op == "no_match" else "target"}})
+
+
+def _would_write(desc: Mapping[str, Any], env: dict[str, Any]) -> dict[str, Any]:
+    """The call's environment with ``new``, the row the handler would write (error conditions
+    may compare an argument with a value computed for it, such as a total price)."""
+    if desc["kind"] == "update" and isinstance(env.get("old"), dict):
+        return {**env, "new": {**env["old"], **apply_effects(desc.get("effects") or {}, env)}}
+    if desc["kind"] == "create":
+        scope = {**env, "old": None}
+        return {**scope, "new": apply_effects(desc.get("fields") or {}, scope)}
+    return env
+
+
+def _named_args(
+    pairs: Sequence[tuple[dict[str, Any], dict[str, Any]]], key: str, learned: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Fields set by the argument of the same name: an argument named like a field of the row,
+    equal to the field after every observed call, sets it, even where no call happened to
+    change it (``nonfree_baggages`` that stayed 0 in every recorded call)."""
+    if not pairs:
+        return {}
+    out: dict[str, Any] = {}
+    for name in pairs[0][1].get("args") or {}:
+        if name == key or name in learned:
+            continue
+        if all(
+            name in (env.get("old") or {})
+            and name in (env.get("args") or {})
+            and same(env["args"][name], new.get(name))
+            for new, env in pairs
+        ):
+            out[name] = {"p": ["args", name]}
+    return out
 
 
 def _find_paths(node: Any, value: Any, depth: int = 4) -> list[list[Any]]:

@@ -22,6 +22,7 @@ from simforge.synth.entities import Entity, EntityCatalog, Ref, entity_name_for_
 from simforge.synth.entities import resolve as resolve_ref
 from simforge.synth.expr import same
 from simforge.synth.handlers import DictStore
+from simforge.synth.joins import JoinIndex
 from simforge.trace.episode import Episode, ToolCall
 
 Row = dict[str, Any]
@@ -80,6 +81,8 @@ class CallObservation:
     missing_target: bool = False
     new: Row | None = None
     created: bool = False
+    side: list[tuple[str, Row, Row]] = field(default_factory=list)
+    """``(id argument, row before, row after)`` for rows it names that a later read showed."""
 
 
 @dataclass
@@ -211,12 +214,15 @@ def walk(
     pks: dict[str, str],
     parent_of: dict[str, str],
     sink: dict[str, list[CallObservation]] | None = None,
+    primary: dict[str, str] | None = None,
 ) -> EpisodeState:
-    """Pass two for one episode: observations per tool (into ``sink``) and its states."""
+    """Pass two for one episode: observations per tool (into ``sink``) and its states;
+    ``primary``: id -> the entity it is the primary key of (for joins)."""
     store = DictStore(store_base, pks)
     state = EpisodeState()
     seen: set[tuple[str, str]] = set()
     pending: dict[tuple[str, str], CallObservation] = {}
+    touched: dict[tuple[str, str], tuple[CallObservation, str, Row]] = {}
     for call in episode.tool_calls:
         args = call.args if isinstance(call.args, dict) else {}
         profile_ = tools.get(call.tool)
@@ -236,9 +242,10 @@ def walk(
                 ]
             elif isinstance(value, str):
                 refs[name] = resolve_ref(ref, value, store.get, parent_of)
+        db = JoinIndex(store.snapshot().get, primary or {})
         obs = CallObservation(
             args,
-            {"args": args, "old": old, "ref": refs},
+            {"args": args, "old": old, "ref": refs, "db": db},
             call.result,
             call.error,
             missing_target=target is not None and old is None,
@@ -248,6 +255,13 @@ def walk(
             for entity, id, record in records_in(call, catalog, tools):
                 key = (entity.name, id)
                 before = store.get(*key)
+                if key in touched and touched[key][0] is not obs:
+                    writer, arg, was = touched.pop(key)
+                    writer.side.append((arg, was, record))
+                    seen.add(key)
+                    if before is not None and not _same_row(before, record):
+                        state.written.add(key)
+                        state.final.setdefault(entity.name, {})[id] = record
                 if key not in seen and key not in state.written:
                     seen.add(key)
                     if before is not None and not _same_row(before, record):
@@ -268,11 +282,43 @@ def walk(
             if is_write and target is not None and obs.new is None:
                 pending[target] = obs
                 state.written.add(target)
+            if is_write and profile_ is not None:
+                _touch(touched, obs, profile_.best_refs(), parent_of, store, target)
         if sink is not None:
             sink.setdefault(call.tool, []).append(obs)
     for entity_name, id in state.written:
         state.final.setdefault(entity_name, {})[id] = store.get(entity_name, id)
     return state
+
+
+def _touch(
+    touched: dict[tuple[str, str], tuple[CallObservation, str, Row]],
+    obs: CallObservation,
+    refs: dict[str, Ref],
+    parent_of: dict[str, str],
+    store: DictStore,
+    target: tuple[str, str] | None,
+) -> None:
+    """Remember the rows a write's id arguments name, as they were before it: the next read of
+    one shows what the write did to it (see :mod:`simforge.synth.side`)."""
+    for name, ref in refs.items():
+        value = obs.args.get(name)
+        if not isinstance(value, str):
+            continue
+        parent = parent_of.get(value) if ref.sub else value
+        key = (ref.entity, parent) if parent else None
+        if key is None or key == target:
+            continue
+        if key in touched:
+            writer, _, row = touched[key]
+            # the same call naming the row twice: the sub-record's id is the more specific;
+            # two writes before a read: whose change it is cannot be told
+            arg = (name if ref.sub else touched[key][1]) if writer is obs else ""
+            touched[key] = (writer, arg, row)
+            continue
+        found = store.get(*key)
+        if found is not None:
+            touched[key] = (obs, name, found)
 
 
 def _same_row(a: Row, b: Row) -> bool:

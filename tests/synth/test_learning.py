@@ -127,3 +127,32 @@ def test_replay_exact_then_nearest_match_with_score():
     near = table.lookup({"query": "refund polcy"})
     assert near.response == {"result": "30 days"} and 0.5 < near.score < 1.0
     assert ReplayTable().lookup({"q": 1}) is None
+
+
+def test_field_named_like_an_argument_wins_ties_and_is_set_even_when_unchanged():
+    from simforge.synth.learn import _named_args
+
+    observations = []
+    for n in range(2):
+        old = {"id": f"r{n}", "total_bags": 0, "paid_bags": 0}
+        args = {"id": f"r{n}", "total_bags": n + 1, "paid_bags": 0}
+        observations.append(({**old, "total_bags": n + 1}, _env(args, old)))
+    learned = learn_value([(0, env) for _, env in observations], name="paid_bags")
+    assert learned.expr == {"p": ["args", "paid_bags"]}  # not args.total_bags, equal once
+    model = learn_effects(observations)
+    assert model.changes == {"total_bags": {"p": ["args", "total_bags"]}}
+    assert _named_args(observations, "id", model.changes) == {
+        "paid_bags": {"p": ["args", "paid_bags"]}
+    }
+
+
+def test_one_element_per_element_only_when_the_element_is_read():
+    observations = []
+    for n in range(3):
+        old = {"log": [{"what": "created"}]}  # always one entry: a count that happens to match
+        args = {"note": f"n{n}"}
+        observations.append(({"log": [*old["log"], {"what": args["note"]}]}, _env(args, old)))
+    change = learn_effects(observations).changes["log"]
+    assert change == {
+        "append": [{"p": ["old", "log"]}, [{"obj": {"what": {"p": ["args", "note"]}}}]]
+    }
