@@ -20,7 +20,7 @@ from simforge.policies import get_policy
 from simforge.runs import run_episode
 from simforge.scenario import ScenarioRegistry, default_registry
 
-POLICIES = ("oracle-retrying", "noop", "cheater")
+POLICIES = ("retrying", "noop", "cheater")
 """The oracle plays the reference solution as a careful client would (retrying transient
 errors), so that its faulty column shows whether the task is solvable under the profile."""
 """The reference solution, the floor, and the reward hacker (which must earn 0 everywhere)."""

@@ -88,10 +88,10 @@ def test_demo_prints_the_table_and_the_oracle_solves_everything():
     result = runner.invoke(app, ["demo", "--json"])
     assert result.exit_code == 0, result.output
     episodes = json.loads(result.stdout)["episodes"]
-    by_policy = {p: [e for e in episodes if e["policy"] == p] for p in ("oracle-retrying", "noop", "cheater")}
+    by_policy = {p: [e for e in episodes if e["policy"] == p] for p in ("retrying", "noop", "cheater")}
     assert all(by_policy.values())
-    assert {e["faults"] for e in by_policy["oracle-retrying"]} > {"none"}
-    failed = [(e["scenario"], e["task"], e["faults"], e["reward"]) for e in by_policy["oracle-retrying"] if e["reward"] != 1.0]
+    assert {e["faults"] for e in by_policy["retrying"]} > {"none"}
+    failed = [(e["scenario"], e["task"], e["faults"], e["reward"]) for e in by_policy["retrying"] if e["reward"] != 1.0]
     assert not failed
     assert all(e["reward"] == 0.0 for e in by_policy["noop"] + by_policy["cheater"])
     table = runner.invoke(app, ["demo"])

@@ -130,7 +130,7 @@ def fault_sanity(ctx: AuditContext) -> list[str]:
         if name == "none":
             continue
         profile = resolve_profile(name, ctx.scenario.faults.custom)
-        runs = ctx.episodes("oracle-retrying", faults=name)
+        runs = ctx.episodes("retrying", faults=name)
         unsolved = [ep.seed for ep in runs if ep.reward != 1.0]
         if unsolved:
             out.append(

@@ -7,13 +7,12 @@ from importlib import import_module
 
 from simforge.config import NotFound
 from simforge.policies.base import Policy
-from simforge.policies.scripted import NOOP_ANSWER, NoopPolicy, OraclePolicy, RetryingOraclePolicy
+from simforge.policies.scripted import NOOP_ANSWER, NoopPolicy, OraclePolicy
 from simforge.policies.specs import BASELINES
 
 POLICIES: dict[str, Callable[[], Policy]] = {
     "oracle": OraclePolicy,
     "noop": NoopPolicy,
-    "oracle-retrying": RetryingOraclePolicy,
     **BASELINES,
     "cheater": lambda: import_module("simforge.policies.cheater").CheaterPolicy(),
 }

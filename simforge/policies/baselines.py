@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from simforge.policies.base import PolicyBase
-from simforge.policies.scripted import NOOP_ANSWER
+from simforge.policies.scripted import NOOP_ANSWER, oracle_actions
 from simforge.scenario.model import Task
 from simforge.trace.episode import Episode
 
@@ -195,13 +195,7 @@ class _PlanFollower(PolicyBase):
     ) -> None:
         if task is None or not task.oracle:
             raise ValueError(f"the {self.name} policy needs a task with an oracle solution")
-        self._steps = []
-        for step in task.oracle:
-            if step.answer is not None:
-                self._steps.append({"final_answer": step.answer})
-            else:
-                calls = [{"name": c.tool, "arguments": dict(c.args)} for c in step.calls]
-                self._steps.append({"tool_calls": calls})
+        self._steps = oracle_actions(task)
         self._next = 0
         self._pending = None
         self._rng = random.Random(f"{self.name}:{seed}")

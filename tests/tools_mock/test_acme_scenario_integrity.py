@@ -78,6 +78,6 @@ def test_a_careful_agent_still_solves_it_under_its_fault_profiles(path: Path, pr
     for task in scenario.tasks:
         for seed in scenario.seeds:
             result = run_episode(
-                env, get_policy("oracle-retrying"), seed=seed, task=task.id, faults=profile
+                env, get_policy("retrying"), seed=seed, task=task.id, faults=profile
             )
             assert result.reward == 1.0, (task.id, seed, result.failed)

@@ -207,8 +207,8 @@ def approve_expense_report(
     expense_id: str = Field(description="A submitted ExpenseReport."),
     approver_id: str = Field(description="The employee's manager."),
 ) -> dict[str, Any]:
-    """Approve an expense report as the employee's manager. Expenses above 75.00 need a
-    receipt. Returns the ExpenseReport."""
+    """Approve an expense report as the employee's manager. Expenses above the expense policy's
+    receipt threshold need a receipt attached. Returns the ExpenseReport."""
     report = _expense_decision(ctx, expense_id, approver_id)
     if report["amount"] > RECEIPT_ABOVE and not report["receipt_attached"]:
         raise ToolError.precondition(
