@@ -6,6 +6,7 @@ import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -119,38 +120,51 @@ def run(
 
 @app.command()
 def demo(
+    out: Path = typer.Option(
+        Path("simforge-demo"), "--out", "-o", help="Where the pack, store and report go."
+    ),
     seeds: int = typer.Option(1, "--seeds", "-n", help="Seeds per task."),
+    workers: int = typer.Option(0, "--workers", "-w", help="Worker processes (0: in this one)."),
     as_json: bool = typer.Option(
         False, "--json", help="Print one JSON object instead of the table."
     ),
 ) -> None:
-    """The whole pipeline on the shipped examples: every scenario, scored, with baselines,
-    without and with faults."""
-    from simforge.demo import demo_table, run_demo
+    """The whole pipeline on the shipped examples: traces ingested, a pack synthesized, every
+    scenario run with baselines without and with faults, scored, stored, reported."""
+    from simforge.demo import POLICIES, demo_table, run_demo
 
     with user_errors(), progress(console) as bar:
-        job = bar.add_task("simulating", total=None)
+        job = bar.add_task("starting", total=None)
 
-        def advance(n: int) -> None:
-            if n < 0:
-                bar.update(job, total=-n)
-            else:
-                bar.advance(job, n)
+        def advance(stage: str, done: int, total: int) -> None:
+            bar.update(job, description=stage, completed=done, total=total)
 
-        episodes = run_demo(list(range(seeds)), advance=advance)
+        result = run_demo(out, seeds=seeds, workers=workers, advance=advance)
     if as_json:
-        sys.stdout.write(json.dumps({"episodes": episodes}) + "\n")
+        sys.stdout.write(json.dumps(result.to_json()) + "\n")
         return
     wide = Console(width=max(console.width, 200)) if not console.is_terminal else console
-    wide.print(demo_table(episodes))
-    oracle = [e for e in episodes if e["policy"] == "oracle"]
-    solved = sum(1 for e in oracle if e["reward"] == 1.0)
-    noop_total = sum((e["reward"] or 0) for e in episodes if e["policy"] == "noop")
-    scenarios = len({e["scenario"] for e in episodes})
+    ing, syn = result.ingest, result.synth
     wide.print(
-        f"{len(episodes)} episodes over {scenarios} scenarios; "
-        f"the oracle solved {solved}/{len(oracle)}, the no-op scored {noop_total:.1f} in total."
+        f"ingested {ing['episodes']} episodes ({ing['tool_calls']} tool calls, "
+        f"{ing['tools']} tools, {ing['rejected']} rejected); synthesized {syn['tools']} tools, "
+        f"{syn['entities']} entities and {syn['tasks']} tasks ({syn['gold_tasks']} with gold "
+        f"outcomes) into {syn['pack']}"
     )
+    wide.print(demo_table(result.episodes))
+    careful = [e for e in result.episodes if e["policy"] == POLICIES[0]]
+    solved = sum(1 for e in careful if e["passed"])
+    floor = [e for e in result.episodes if e["policy"] in POLICIES[1:]]
+    wide.print(
+        f"{len(result.episodes)} episodes over "
+        f"{len({e['scenario'] for e in result.episodes})} scenarios: "
+        f"the careful reference client passed {solved}/{len(careful)}; the no-op and the cheater "
+        f"scored {sum((e['reward'] or 0) for e in floor):.1f} in total over {len(floor)} episodes."
+    )
+    wide.print(
+        f"run store: {result.store}  ({', '.join(f'{p}: {r}' for p, r in result.runs.items())})"
+    )
+    wide.print(f"report: {result.report}")
 
 
 def _results_table(episodes: list[dict[str, Any]], *, title: str) -> Table:

@@ -82,17 +82,23 @@ def test_scenarios_and_tools_are_listed_as_json():
     assert all(t["input_schema"]["type"] == "object" and t["description"] for t in tools)
 
 
-def test_demo_prints_the_table_and_the_oracle_solves_everything():
-    """Every task, without faults and under a profile its scenario declares solvable: the
-    (retrying) oracle solves it, the no-op and the cheater score nothing."""
-    result = runner.invoke(app, ["demo", "--json"])
+def test_demo_runs_the_whole_pipeline(tmp_path):
+    """Traces ingested and synthesized into a pack; every hand-written task, without faults and
+    under a profile its scenario declares solvable: the careful reference client solves it, the
+    no-op and the cheater score nothing; a run store and an HTML report are written."""
+    result = runner.invoke(app, ["demo", "--json", "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
-    episodes = json.loads(result.stdout)["episodes"]
+    data = json.loads(result.stdout)
+    assert data["ingest"]["episodes"] > 0 and data["ingest"]["rejected"] == 0
+    assert data["synth"]["tools"] > 0 and (tmp_path / "synth-pack" / "pack.yaml").is_file()
+    assert Path(data["report"]).is_file() and "<svg" in Path(data["report"]).read_text()
+    episodes = [e for e in data["episodes"] if not e["scenario"].startswith("synth/")]
     by_policy = {p: [e for e in episodes if e["policy"] == p] for p in ("retrying", "noop", "cheater")}
     assert all(by_policy.values())
-    assert {e["faults"] for e in by_policy["retrying"]} > {"none"}
+    assert {e["faults"] for e in by_policy["retrying"]} == {"none", "flaky-network"}
     failed = [(e["scenario"], e["task"], e["faults"], e["reward"]) for e in by_policy["retrying"] if e["reward"] != 1.0]
     assert not failed
     assert all(e["reward"] == 0.0 for e in by_policy["noop"] + by_policy["cheater"])
-    table = runner.invoke(app, ["demo"])
-    assert table.exit_code == 0 and "oracle" in table.stdout and "noop" in table.stdout
+    assert any(e["scenario"].startswith("synth/") for e in data["episodes"])
+    table = runner.invoke(app, ["demo", "--out", str(tmp_path)])
+    assert table.exit_code == 0 and "cheater" in table.stdout and "report:" in table.stdout
