@@ -25,9 +25,15 @@ class SimforgeEnv:
     """One scenario's environment; ``reset`` picks a task (``options={"task": id}``)."""
 
     def __init__(
-        self, loaded: LoadedScenario, *, task: str | None = None, faults: str | None = None
+        self,
+        loaded: LoadedScenario,
+        *,
+        task: str | None = None,
+        faults: str | None = None,
+        record_limit: int | None = None,
     ) -> None:
         self.loaded = loaded
+        self.record_limit = record_limit
         self._default_faults = faults
         resolve_profile(faults, loaded.scenario.faults.custom)  # fail now, not at reset
         self.scenario = loaded.scenario
@@ -73,6 +79,7 @@ class SimforgeEnv:
             budgets=Budgets(budgets.max_steps, budgets.max_sim_seconds),
             faults=profile,
             background=self.scenario.background,
+            record_limit=self.record_limit,
         )
         self._score = None
         self._trajectory = None

@@ -130,7 +130,9 @@ async def env_step(served: ServedSession, action: Any) -> dict[str, Any]:
         except SessionClosed:
             raise episode_ended(served) from None
         if served.time_scale > 0:
-            calls = served.session.recorder.calls[-len(obs["results"]) :] if obs["results"] else []
+            recorded = served.session.recorder.calls
+            n = len(obs["results"])
+            calls = [recorded[i] for i in range(len(recorded) - n, len(recorded))] if n else []
             spans = [c.ended_at - c.started_at for c in calls if c.ended_at is not None]
             if spans:
                 await asyncio.sleep(max(spans) * served.time_scale)

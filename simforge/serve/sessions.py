@@ -30,6 +30,8 @@ from simforge.tools.spec import Constant
 from .problems import Problem
 
 DEFAULT_SESSION = "default"
+SANDBOX_RECORD = 10_000
+"""Calls a sandbox session keeps in its record (the most recent ones)."""
 UNBOUNDED = BudgetConfig(max_steps=2**62, max_sim_seconds=1e15)
 """Budgets of a sandbox session (the server's default one): a harness under load test makes
 hundreds of thousands of calls, which no scenario budget is meant for."""
@@ -234,7 +236,10 @@ class SessionManager:
             )
             loaded = with_budgets(loaded, budgets)
         try:
-            env = SimforgeEnv(loaded, task=task, faults=faults)
+            # a sandbox session takes calls without end: keep only the recent part of its record
+            env = SimforgeEnv(
+                loaded, task=task, faults=faults, record_limit=SANDBOX_RECORD if sandbox else None
+            )
             served = ServedSession(
                 sid,
                 env,

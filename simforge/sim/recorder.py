@@ -7,6 +7,7 @@ for the trajectory, so recording costs the hot path a list append.
 from __future__ import annotations
 
 import json
+from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from simforge.trace.episode import (
@@ -28,11 +29,17 @@ if TYPE_CHECKING:
 
 
 class Recorder:
+    """``limit`` keeps only the most recent calls and turns: for long-lived sandbox sessions
+    (a harness under load sends a server's default session calls without end), where a full
+    record would grow without bound. Scored episodes keep everything."""
+
     __slots__ = ("calls", "events")
 
-    def __init__(self) -> None:
-        self.calls: list[CallOutcome] = []
-        self.events: list[tuple[str, Any, float]] = []
+    def __init__(self, limit: int | None = None) -> None:
+        self.calls: deque[CallOutcome] = deque(maxlen=limit)
+        self.events: deque[tuple[str, Any, float]] = deque(
+            maxlen=None if limit is None else 3 * limit
+        )
 
     def user_turn(self, text: str, now: float) -> None:
         self.events.append(("user", text, now))

@@ -57,13 +57,14 @@ class Session:
         pipeline_factory: Callable[[Session], CallPipeline] = CallPipeline,
         faults: FaultProfile | None = None,
         background: Sequence[BackgroundLoad | Drift] = (),
+        record_limit: int | None = None,
     ) -> None:
         self.tools = tools
         self.world = world
         self.seed = seed
         self.env = env if env is not None else simpy.Environment()
         self.streams = Streams(seed)
-        self.recorder = Recorder()
+        self.recorder = Recorder(record_limit)
         self.think_time: LatencyModel = think_time or Constant(seconds=0.0)
         self.call_timeout = call_timeout
         self.budgets = budgets
