@@ -65,6 +65,9 @@ class ScriptedAgent:
                 }
             )
         for step in task.oracle:
+            if step.message is not None:
+                self.plan.append({"message": step.message})
+                continue
             if step.answer is not None:
                 if kind == "policy-violating":
                     self.plan.extend(_violation(rules, task, catalog))
@@ -283,6 +286,18 @@ def to_otlp(episode: Episode, index: int, kind: str, reward: float) -> dict[str,
                 _attr("acme.task", sim.task),
                 _attr("acme.fault_profile", sim.fault_profile),
                 _attr("acme.reward", float(reward)),
+            ],
+            # the run's grade, as the GenAI semantic conventions' evaluation event
+            "events": [
+                {
+                    "timeUnixNano": _nanos(base + sim.sim_time),
+                    "name": "gen_ai.evaluation.result",
+                    "attributes": [
+                        _attr("gen_ai.evaluation.name", "task_reward"),
+                        _attr("gen_ai.evaluation.score.value", float(reward)),
+                        _attr("gen_ai.evaluation.score.label", "pass" if reward >= 1.0 else "fail"),
+                    ],
+                }
             ],
             "status": {"code": 1}
             if reward > 0

@@ -18,12 +18,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simforge.synth import pack_files, timing
+from simforge.synth import kinds, pack_files, timing
 from simforge.synth.entities import EntityCatalog, fake_row, from_snapshot, is_key_name, parents
 from simforge.synth.learn import Learner, share_not_found
-from simforge.synth.observe import CallObservation, EpisodeState, learn_seed_rows, profile, walk
+from simforge.synth.observe import (
+    CallObservation,
+    EpisodeState,
+    learn_seed_rows,
+    profile,
+    walk,
+)
 from simforge.synth.replay import ReplayTable
 from simforge.synth.schemas import infer_schema, json_type
+from simforge.synth.seed import seed_kinds, vote_refs
 from simforge.synth.snapshot import load_snapshots
 from simforge.synth.tasks import build_task
 from simforge.trace import iter_episodes
@@ -167,8 +174,12 @@ def synthesize(
         if is_key_name(k)
     }
     from_snapshot(tables, catalog, hints)
+    kinds.discover(train, catalog)
     profiles = profile(train, catalog)
     learn_seed_rows(train, catalog, profiles)
+    if catalog.kinds:
+        seed_kinds(train, catalog, profiles)
+        vote_refs(train, catalog, profiles)
     _fill_gaps(catalog)
     base = {name_: entity.rows for name_, entity in catalog.entities.items()}
     pks = {name_: entity.pk for name_, entity in catalog.entities.items()}
@@ -204,7 +215,7 @@ def synthesize(
 
     tasks = []
     for index, (episode, state) in enumerate(states):
-        tasks.append(build_task(index, episode, state, base, pks))
+        tasks.append(build_task(index, episode, state, base, pks, learner.modelled))
     report.tasks = len(tasks)
     report.gold_tasks = sum(1 for t in tasks if t["metadata"]["gold"])
     pack_name = name or _safe_id(out.name)

@@ -122,6 +122,8 @@ def learn_value(
         options.extend(_learn_map(samples, cache))
         if base is not None:
             options.extend(_learn_list(samples, base, cache))
+        else:
+            options.append(_learn_literal(samples, cache))
     elif hints and all(isinstance(v, str) for v in values):
         distinct = sorted(set(values))
         if len(distinct) == 2:
@@ -129,7 +131,26 @@ def learn_value(
                 for a, b in (distinct, distinct[::-1]):
                     options.append(_best([{"if_pos": [hint, {"c": a}, {"c": b}]}], samples))
     options.append(_best([e for e in direct if "c" in e], samples))
+    if all(isinstance(v, dict | list) for v in values):
+        # a structure nothing explains, the same in every call, is a constant
+        options.append(_best([{"c": values[0]}], samples))
     return max(options, key=lambda learned: learned.score)
+
+
+def _learn_literal(samples: Sequence[Sample], cache: _Cache) -> Learned:
+    """A new list of a fixed length built element by element (a new incident's first note
+    ``[{at: ..., author: args.reporter_id, text: args.description}]``)."""
+    lengths = {len(v) for v, _ in samples}
+    if len(lengths) != 1 or not 0 < (n := lengths.pop()) <= 4:
+        return Learned(None, 0, len(samples))
+    parts: list[Expr] = []
+    for i in range(n):
+        learned = learn_value([(v[i], env) for v, env in samples], cache=cache)
+        if learned.expr is None:
+            return Learned(None, 0, len(samples))
+        parts.append(learned.expr)
+    expr: Expr = {"append": [{"c": []}, parts]}
+    return Learned(expr, _score(expr, samples), len(samples))
 
 
 def _direct(sample: Sample, cache: _Cache) -> list[Expr]:

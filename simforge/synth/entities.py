@@ -93,6 +93,8 @@ class EntityCatalog:
     def __init__(self) -> None:
         self.entities: dict[str, Entity] = {}
         self.by_pk: dict[str, str] = {}
+        self.kinds: dict[str, str] = {}
+        """Group of ``id`` records (:func:`simforge.synth.kinds.group_of`) -> entity name."""
         self._index: dict[str, Ref] | None = None
 
     def add(self, entity: Entity) -> Entity:
@@ -106,6 +108,26 @@ class EntityCatalog:
         self._index = None
         return entity
 
+    def add_kind(self, group: str, entity: Entity) -> Entity:
+        """An entity keyed by a bare ``id``: recognised by its group, never by its key name
+        (every such entity shares it), so it stays out of ``by_pk``."""
+        self.entities.setdefault(entity.name, entity)
+        self.kinds[group] = entity.name
+        self._index = None
+        return self.entities[entity.name]
+
+    def kind_of(self, record: Any) -> Entity | None:
+        if not self.kinds or not isinstance(record, dict):
+            return None
+        from simforge.synth.kinds import group_of
+
+        group = group_of(record)
+        name = self.kinds.get(group) if group else None
+        return self.entities.get(name) if name else None
+
+    def is_kind(self, name: str) -> bool:
+        return name in self.kinds.values()
+
     def entity_for_key(self, key: str) -> Entity | None:
         name = self.by_pk.get(key)
         return self.entities.get(name) if name else None
@@ -114,6 +136,9 @@ class EntityCatalog:
         """The entity a result record is, and its id (``hint``: a key field known to be its)."""
         if not isinstance(record, dict):
             return None
+        kind = self.kind_of(record)
+        if kind is not None:
+            return kind, record[kind.pk]
         if hint is not None and isinstance(record.get(hint), str):
             entity = self.entity_for_key(hint)
             if entity is not None:

@@ -6,7 +6,8 @@ what fidelity measures is exactly what a session runs. Kinds:
 
 ``get`` (an entity by its key argument, whole or a path into it), ``find`` (the key of the row
 whose fields equal the arguments), ``search`` (rows filtered by arguments and constants, merged
-with a sub-record an argument selects), ``update`` and ``create`` (learned effects), ``compute``
+with a sub-record an argument selects), ``update`` and ``create`` (learned effects; an update may
+also insert the records it makes, ``creates``), ``compute``
 (arithmetic), ``constant`` and ``replay``. Every kind checks the learned error conditions first;
 a write computes its effects before (a condition may compare an argument with a computed total)
 and applies its learned side effects after (:mod:`.side`).
@@ -163,6 +164,8 @@ def run(desc: Mapping[str, Any], store: Store, args: dict[str, Any], rt: Runtime
             return _view(row, desc.get("view") or {}, args)
         new = store.update(entity, str(key), changes) if changes else row
         apply_side_effects(desc, {**env, "new": new}, store, rt.parent_of)
+        for made in desc.get("creates") or []:
+            _insert(store, made["entity"], made.get("pk"), made["fields"], {**env, "new": new})
         return _returns(desc, new, tool, args, rt)
     if kind == "find":
         match = desc["match"].items()
@@ -187,15 +190,27 @@ def run(desc: Mapping[str, Any], store: Store, args: dict[str, Any], rt: Runtime
         fields = apply_effects(desc.get("fields") or {}, env)
         env["new"] = fields
         _check(desc, ErrorObservation(env, None, False, False, missing_refs))
-        pk = desc.get("pk")
-        if pk and (
-            not isinstance(fields.get(pk), str) or store.get(entity, fields[pk]) is not None
-        ):
-            fields.pop(pk, None)  # an id already taken: the world hands out a fresh one
-        new = store.insert(entity, fields)
+        new = _insert(store, entity, desc.get("pk"), None, env, fields)
         apply_side_effects(desc, {**env, "new": new}, store, rt.parent_of)
         return _returns(desc, new, tool, args, rt)
     raise ValueError(f"unknown handler kind {kind!r}")
+
+
+def _insert(
+    store: Store,
+    entity: str,
+    pk: str | None,
+    effects: Mapping[str, Any] | None,
+    env: dict[str, Any],
+    fields: dict[str, Any] | None = None,
+) -> Row:
+    """Insert a row computed from ``effects`` (or given as ``fields``); an id already taken is
+    dropped, and the world hands out a fresh one."""
+    if fields is None:
+        fields = apply_effects(dict(effects or {}), env, None)
+    if pk and (not isinstance(fields.get(pk), str) or store.get(entity, fields[pk]) is not None):
+        fields.pop(pk, None)
+    return store.insert(entity, fields)
 
 
 def _returns(

@@ -19,6 +19,7 @@ from simforge.synth.entities import EntityCatalog
 from simforge.synth.errors import ErrorObservation, learn_errors
 from simforge.synth.expr import same
 from simforge.synth.handlers import DictStore, Runtime, arithmetic, run
+from simforge.synth.made import learn_creates, modelled_fields
 from simforge.synth.observe import CallObservation, ToolProfile
 from simforge.synth.side import learn_side_effects
 from simforge.tools.errors import ToolError
@@ -40,6 +41,9 @@ class Learner:
         self.base = base
         self.pks = pks
         self.rt = rt
+        self.modelled: dict[str, dict[str, set[str]]] = {}
+        """tool -> entity -> the fields its handler reproduces in every observed call (what a
+        task's expected state may ask of it)."""
 
     # -- checking -------------------------------------------------------------------------------
 
@@ -122,6 +126,7 @@ class Learner:
         if not keep:
             best = {"tool": name, "kind": "replay"}
         best["train_accuracy"] = round(max(best_score, 0.0), 4)
+        self.modelled[name] = modelled_fields(best, good)
         return best
 
     def _omit(self, entity: str, good: Sequence[CallObservation]) -> dict[str, Any]:
@@ -154,6 +159,15 @@ class Learner:
         if good and not any(isinstance(c.result, dict) for c in good):
             values = {repr(c.result) for c in good}
             returns = {"c": good[0].result} if len(values) == 1 else "replay"
+        elif self.catalog.is_kind(common["entity"]) and any(
+            not isinstance(c.result, dict)
+            or c.result.get(self.pks[common["entity"]]) != c.args.get(key)
+            for c in good
+        ):
+            returns = "replay"  # the row nested in a larger answer: recorded answers it
+        creates = learn_creates(good, self.pks)
+        if creates:
+            common = {**common, "creates": creates}
         return {
             **common,
             "kind": "update",

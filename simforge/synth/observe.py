@@ -23,6 +23,7 @@ from simforge.synth.entities import resolve as resolve_ref
 from simforge.synth.expr import same
 from simforge.synth.handlers import DictStore
 from simforge.synth.joins import JoinIndex
+from simforge.synth.kinds import is_new, mentions, nested_records
 from simforge.trace.episode import Episode, ToolCall
 
 Row = dict[str, Any]
@@ -30,7 +31,10 @@ Row = dict[str, Any]
 _WRITE = re.compile(
     r"^(cancel|update|modify|create|book|delete|remove|send|return|exchange|transfer|add|set|"
     r"reset|toggle|enable|disable|pay|refund|submit|post|put|patch|insert|assign|close|"
-    r"change|apply|issue|escalate|upgrade|downgrade|register|approve|reject|charge)"
+    r"change|apply|issue|escalate|upgrade|downgrade|register|approve|reject|charge|publish|"
+    r"resolve|retire|place|adjust|mark|archive|restore|unlock|lock|grant|revoke|move|merge|"
+    r"rename|schedule|complete|reopen|suspend|activate|deactivate|terminate|dismiss|accept|"
+    r"decline|allocate|release|reserve|void|withdraw|invite|enroll|renew|reassign|unassign|open_)"
 )
 
 
@@ -74,6 +78,7 @@ class ToolProfile:
 class CallObservation:
     """One call as the learner sees it."""
 
+    tool: str
     args: dict[str, Any]
     env: dict[str, Any]
     result: Any
@@ -81,6 +86,8 @@ class CallObservation:
     missing_target: bool = False
     new: Row | None = None
     created: bool = False
+    made: list[tuple[str, Row]] = field(default_factory=list)
+    """``(entity, record)`` for records a write created besides its target (a credit note)."""
     side: list[tuple[str, Row, Row]] = field(default_factory=list)
     """``(id argument, row before, row after)`` for rows it names that a later read showed."""
 
@@ -91,6 +98,8 @@ class EpisodeState:
     final: dict[str, dict[str, Row | None]] = field(default_factory=dict)
     written: set[tuple[str, str]] = field(default_factory=set)
     created: set[tuple[str, str]] = field(default_factory=set)
+    writers: dict[tuple[str, str], set[str]] = field(default_factory=dict)
+    """The tools whose calls wrote each row (what the expected state may rely on)."""
 
 
 SAMPLE_CAP = 300
@@ -124,11 +133,7 @@ def _vote(p: ToolProfile, call: ToolCall, catalog: EntityCatalog) -> None:
     args = call.args or {}
     result = call.result
     index = catalog.index()
-    for name, value in args.items():
-        values = value if isinstance(value, list) else [value]
-        for v in values:
-            if isinstance(v, str) and v in index:
-                p.refs.setdefault(name, Counter())[index[v]] += 1
+    count_refs(p, args, index)
     if isinstance(result, dict):
         found = catalog.recognise(result)
         if found is not None:
@@ -137,10 +142,18 @@ def _vote(p: ToolProfile, call: ToolCall, catalog: EntityCatalog) -> None:
                 if given == own:
                     p.mapping[("record", entity.name, arg)] += 1
                     return
-            p.mapping[("created", entity.name, "")] += 1
+            if not catalog.is_kind(entity.name) or p.write_by_name:
+                p.mapping[("created", entity.name, "")] += 1
             return
+        if catalog.kinds:
+            for under, record in nested_records(result):
+                kind = catalog.kind_of(record) if under is not None else None
+                for arg, given in args.items():
+                    if kind is not None and given == record[kind.pk]:
+                        p.mapping[("record", kind.name, arg)] += 1
+                        return
         for key, value in result.items():
-            if not (isinstance(value, str) and is_key_name(key)):
+            if not (isinstance(value, str) and is_key_name(key)) or key == "id":
                 continue
             for arg, given in args.items():
                 if given == value:
@@ -165,6 +178,14 @@ def _vote(p: ToolProfile, call: ToolCall, catalog: EntityCatalog) -> None:
                     return
 
 
+def count_refs(p: ToolProfile, args: dict[str, Any], index: dict[str, Ref]) -> None:
+    for name, value in args.items():
+        values = value if isinstance(value, list) else [value]
+        for v in values:
+            if isinstance(v, str) and v in index:
+                p.refs.setdefault(name, Counter())[index[v]] += 1
+
+
 def learn_seed_rows(
     episodes: Iterable[Episode], catalog: EntityCatalog, tools: dict[str, ToolProfile]
 ) -> None:
@@ -175,6 +196,8 @@ def learn_seed_rows(
             if call.error is not None or (mapping is not None and mapping[0] == "created"):
                 continue  # a record a write created was not in the world before it
             for entity, id, record in records_in(call, catalog, tools):
+                if catalog.is_kind(entity.name):
+                    continue  # seeded by simforge.synth.seed, reads first
                 entity.rows.setdefault(id, record)
                 entity.fields.update(dict.fromkeys(record))
     for entity in catalog.entities.values():
@@ -197,6 +220,13 @@ def records_in(
                 mapping is None or mapping[0] != "list" or _full(recognised[0], item)
             ):
                 found.append((recognised[0], recognised[1], item))
+    if catalog.kinds:
+        # records nested in the result (``{"order": {...}, "credit_note": {...}}``, ``items``)
+        top = {id(item) for _, _, item in found}
+        for _, record in nested_records(result):
+            kind = catalog.kind_of(record)
+            if kind is not None and id(record) not in top:
+                found.append((kind, record[kind.pk], record))
     return found
 
 
@@ -223,10 +253,12 @@ def walk(
     seen: set[tuple[str, str]] = set()
     pending: dict[tuple[str, str], CallObservation] = {}
     touched: dict[tuple[str, str], tuple[CallObservation, str, Row]] = {}
+    mentioned: set[str] = set()
     for call in episode.tool_calls:
         args = call.args if isinstance(call.args, dict) else {}
         profile_ = tools.get(call.tool)
         mapping = profile_.best_mapping() if profile_ else None
+        written_before = set(state.written)
         old: Row | None = None
         target: tuple[str, str] | None = None
         if mapping and mapping[0] in ("record", "path") and isinstance(args.get(mapping[2]), str):
@@ -244,6 +276,7 @@ def walk(
                 refs[name] = resolve_ref(ref, value, store.get, parent_of)
         db = JoinIndex(store.snapshot().get, primary or {})
         obs = CallObservation(
+            call.tool,
             args,
             {"args": args, "old": old, "ref": refs, "db": db},
             call.result,
@@ -255,30 +288,52 @@ def walk(
             for entity, id, record in records_in(call, catalog, tools):
                 key = (entity.name, id)
                 before = store.get(*key)
+                if catalog.is_kind(entity.name):
+                    if is_write and key != target and is_new(id, call, mentioned):
+                        before = None  # made by this write, whatever another episode held
+                        if target is None and record is call.result:
+                            obs.new, obs.created = record, True
+                        else:
+                            obs.made.append((entity.name, record))
+                        state.created.add(key)
+                        state.written.add(key)
+                        state.final.setdefault(entity.name, {})[id] = record
+                        store.put(entity.name, id, record)
+                        continue
+                    if before is not None:
+                        record = {**before, **record}  # a partial view keeps the other fields
                 if key in touched and touched[key][0] is not obs:
                     writer, arg, was = touched.pop(key)
                     writer.side.append((arg, was, record))
                     seen.add(key)
                     if before is not None and not _same_row(before, record):
+                        state.writers.setdefault(key, set()).add(writer.tool)
                         state.written.add(key)
                         state.final.setdefault(entity.name, {})[id] = record
+                kind = catalog.is_kind(entity.name)
                 if key not in seen and key not in state.written:
                     seen.add(key)
                     if before is not None and not _same_row(before, record):
-                        state.initial.setdefault(entity.name, {})[id] = record
+                        if kind and is_write:
+                            state.written.add(key)  # a write's result is no initial state
+                            state.final.setdefault(entity.name, {})[id] = record
+                        else:
+                            state.initial.setdefault(entity.name, {})[id] = record
                 if key in pending:
                     pending.pop(key).new = record
-                if target == key or (is_write and before is None):
+                if target == key or (is_write and before is None and not kind):
                     obs.new = record
-                    if before is None:
+                    if before is None and not kind:
                         obs.created = True
                         state.created.add(key)
                     if profile_ and before is not None and not _same_row(before, record):
                         profile_.changed_state += 1
                 store.put(entity.name, id, record)
-                if is_write and (target == key or before is None):
+                if is_write and (target == key or (before is None and not kind)):
                     state.written.add(key)
                     state.final.setdefault(entity.name, {})[id] = record
+            if is_write and target is not None and obs.new is None and old is not None:
+                _partial_view(obs, target, old, catalog, store, state)
             if is_write and target is not None and obs.new is None:
                 pending[target] = obs
                 state.written.add(target)
@@ -286,9 +341,45 @@ def walk(
                 _touch(touched, obs, profile_.best_refs(), parent_of, store, target)
         if sink is not None:
             sink.setdefault(call.tool, []).append(obs)
+        mentioned.update(mentions(call))
+        wrote = state.written - written_before
+        if is_write and target is not None and target in state.written:
+            wrote.add(target)
+        for key in wrote:
+            state.writers.setdefault(key, set()).add(call.tool)
     for entity_name, id in state.written:
         state.final.setdefault(entity_name, {})[id] = store.get(entity_name, id)
     return state
+
+
+def _partial_view(
+    obs: CallObservation,
+    target: tuple[str, str],
+    old: Row,
+    catalog: EntityCatalog,
+    store: DictStore,
+    state: EpisodeState,
+) -> None:
+    """A write of an ``id`` entity whose result names the row under another key and carries
+    some of its fields (``{"customer_id": C, "account_credit": 35.0, "ledger_entry": ...}``):
+    those fields are the row after the write."""
+    result = obs.result
+    if not catalog.is_kind(target[0]) or not isinstance(result, dict):
+        return
+    if all(v is None for k, v in old.items() if k != "id"):
+        return  # a row known only by its id: no before to learn from
+    shown = {
+        k: v
+        for k, v in result.items()
+        if k in old and k != "id" and not is_key_name(k) and not isinstance(v, dict)
+    }
+    if not shown or target[1] not in {v for v in result.values() if isinstance(v, str)}:
+        return
+    new = {**old, **shown}
+    obs.new = new
+    store.put(target[0], target[1], new)
+    state.written.add(target)
+    state.final.setdefault(target[0], {})[target[1]] = new
 
 
 def _touch(

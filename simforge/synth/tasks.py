@@ -6,8 +6,12 @@ dialogue, so the scripted user replays the conversation and multi-turn tasks run
 user. (A benchmark's hidden user brief, such as tau2's ``user_scenario``, is not shown to the
 agent: it often spells out the expected outcome.) The expected state is what the episode's own
 writes produced, as observed in the trace; it is gold only when the episode was labelled
-successful, or when no label exists. It lives in the scenario file, which only the scenario
-loader and the scorer read.
+successful, or when no label exists. A gold task whose episode changed nothing observable
+expects the facts of its final answer that its tool results back instead (:mod:`.facts`), so
+that it is checkable and a no-op scores 0. It lives in the scenario file, which only the scenario
+loader and the scorer read. The reference actions are the episode's own calls, less those that
+failed with an infrastructure error (a timeout, a 5xx: they did nothing, and the agent's retry
+follows them).
 """
 
 from __future__ import annotations
@@ -16,10 +20,13 @@ import re
 from typing import Any
 
 from simforge.synth.expr import same
+from simforge.synth.facts import required_outputs
 from simforge.synth.observe import EpisodeState
+from simforge.synth.timing import is_infrastructure
 from simforge.trace.episode import Episode
 
 Row = dict[str, Any]
+Modelled = dict[str, dict[str, set[str]]]
 
 
 def task_id(index: int, episode: Episode) -> str:
@@ -43,13 +50,18 @@ def build_task(
     state: EpisodeState,
     base: dict[str, dict[str, Row]],
     pks: dict[str, str],
+    modelled: Modelled | None = None,
 ) -> dict[str, Any]:
     users = [m.content for m in episode.messages if m.role == "user" and m.content]
     instruction = users[0] if users else (episode.task.instruction or f"Episode {episode.id}")
     gold = is_gold(episode)
     expected: dict[str, Any] = {}
     if gold:
-        expected = _expected(state, base, pks)
+        expected = _expected(state, base, pks, modelled)
+        if not expected:
+            outputs = required_outputs(episode)
+            if outputs:
+                expected = {"outputs": outputs}
     initial = {
         entity: {
             id: {k: v for k, v in row.items() if k != pks.get(entity)} for id, row in rows.items()
@@ -68,19 +80,28 @@ def build_task(
 
 
 def _expected(
-    state: EpisodeState, base: dict[str, dict[str, Row]], pks: dict[str, str]
+    state: EpisodeState,
+    base: dict[str, dict[str, Row]],
+    pks: dict[str, str],
+    modelled: Modelled | None = None,
 ) -> dict[str, Any]:
+    """Rows the episode's writes changed (the changed fields) and created. With ``modelled``
+    (tool -> entity -> fields its handler reproduces), only what the writing tools' handlers
+    reproduce is expected; the other changed fields are allowed, not required."""
     rows: dict[str, dict[str, Any]] = {}
     created: list[dict[str, Any]] = []
+    allow: dict[str, set[str]] = {}
     for entity, finals in state.final.items():
         for id, final in finals.items():
             start = state.initial.get(entity, {}).get(id) or base.get(entity, {}).get(id)
+            keep = _keep(state.writers.get((entity, id), set()), entity, modelled)
             if (entity, id) in state.created or start is None:
-                if final is not None:
+                if final is not None and (keep is None or keep):
                     pk = pks.get(entity)
-                    created.append(
-                        {"entity": entity, "match": {k: v for k, v in final.items() if k != pk}}
-                    )
+                    match = {k: v for k, v in final.items() if k != pk}
+                    if keep is not None:
+                        match = {k: v for k, v in match.items() if k in keep}
+                    created.append({"entity": entity, "match": match})
                 continue
             if final is None:
                 rows.setdefault(entity, {})[id] = None
@@ -90,6 +111,9 @@ def _expected(
                 for k in dict.fromkeys([*start, *final])
                 if not same(start.get(k), final.get(k))
             }
+            if keep is not None:
+                allow.setdefault(entity, set()).update(k for k in changed if k not in keep)
+                changed = {k: v for k, v in changed.items() if k in keep}
             if changed:
                 rows.setdefault(entity, {})[id] = changed
     out: dict[str, Any] = {}
@@ -97,7 +121,18 @@ def _expected(
         out["state"] = rows
     if created:
         out["created"] = created
+    if (rows or created) and any(allow.values()):
+        out["allow_changes"] = {e: sorted(f) for e, f in sorted(allow.items()) if f}
     return out
+
+
+def _keep(writers: set[str], entity: str, modelled: Modelled | None) -> set[str] | None:
+    if modelled is None:
+        return None
+    fields: set[str] = set()
+    for tool in writers:
+        fields |= modelled.get(tool, {}).get(entity, set())
+    return fields
 
 
 def _oracle(episode: Episode) -> list[dict[str, Any]]:
@@ -105,8 +140,8 @@ def _oracle(episode: Episode) -> list[dict[str, Any]]:
     steps: list[dict[str, Any]] = []
     group: Any = object()
     for call in episode.tool_calls:
-        if call.requestor != "assistant":
-            continue
+        if call.requestor != "assistant" or (call.error and is_infrastructure(call.error)):
+            continue  # a timeout or a 5xx did nothing; the retry that follows is the action
         key = call.message_index if call.message_index is not None else object()
         entry = {"tool": call.tool, "args": call.args if isinstance(call.args, dict) else {}}
         if steps and key == group:

@@ -30,6 +30,11 @@ _INFRA = re.compile(
 )
 
 
+def is_infrastructure(text: str) -> bool:
+    """An error of the infrastructure (timeout, 5xx, rate limit), not of the business logic."""
+    return bool(_INFRA.search(text))
+
+
 def latency_model(durations: list[float], kind: str) -> Empirical | LogNormal:
     """Quantiles of the real durations when there are enough, else the default."""
     clean = [d for d in durations if d >= 0]
@@ -56,16 +61,23 @@ def think_time(episodes: Iterable[Episode], cap: int = 20000) -> Empirical | Con
     return Empirical.from_samples(gaps) if len(gaps) >= MIN_SAMPLES else DEFAULT_THINK
 
 
+PRIOR_CALLS = 10
+"""Error-free calls assumed before the observed ones: one timeout in one call is not a tool that
+always fails (the estimate is ``errors / (calls + PRIOR_CALLS)``)."""
+
+
 def error_model(errors: dict[str, int], calls: int) -> ErrorModel:
-    """The rate of infrastructure-looking errors (timeouts, 5xx, rate limits). Business errors
-    ("order not found") are learned as conditions instead, never as random draws."""
+    """The rate of infrastructure-looking errors (timeouts, 5xx, rate limits), shrunk towards
+    zero when a tool was seen only a few times. Business errors ("order not found") are learned
+    as conditions instead, never as random draws."""
     infra = {text: n for text, n in errors.items() if _INFRA.search(text)}
     total = sum(infra.values())
     if not total or not calls:
         return ErrorModel()
     message = max(infra, key=lambda t: infra[t])
     status = 429 if re.search(r"rate.?limit|too many", message, re.I) else 503
-    return ErrorModel(rate=min(1.0, total / calls), status=status, message=message[:200])
+    rate = min(1.0, total / (calls + PRIOR_CALLS))
+    return ErrorModel(rate=rate, status=status, message=message[:200])
 
 
 def to_json(model: Any) -> dict[str, Any]:

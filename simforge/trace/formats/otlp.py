@@ -14,6 +14,9 @@ spans are grouped by ``traceId`` into episodes. What is read:
   ``text``, ``tool_call``, ``tool_call_response`` with ``response`` or ``result``), the legacy
   span events ``gen_ai.{system,user,assistant,tool}.message`` and ``gen_ai.choice``, and
   OpenInference ``llm.input_messages.N.message.*`` / ``llm.output_messages.N.message.*``.
+* the outcome: a ``gen_ai.evaluation.result`` span event (``gen_ai.evaluation.score.value`` as
+  the reward, ``gen_ai.evaluation.score.label`` ``pass``/``fail`` as success), else an error
+  status on the root span as a failed run.
 """
 
 from __future__ import annotations
@@ -224,7 +227,7 @@ class OTLPFormat(GroupingAdapter):
             "task": {"instruction": turns[0] if turns else None, "user_turns": turns},
             "messages": conv.messages,
             "tool_calls": conv.calls,
-            "outcome": {"success": False} if root["status_error"] else {},
+            "outcome": _outcome(spans, root),
             "metadata": metadata,
         }
         return validate_episode(data, location)
@@ -247,6 +250,28 @@ class OTLPFormat(GroupingAdapter):
         if legacy or op in _INFERENCE_OPS:
             return legacy
         return []
+
+
+def _outcome(spans: list[Json], root: Json) -> Json:
+    """The run's label: a ``gen_ai.evaluation.result`` event (GenAI semantic conventions:
+    ``gen_ai.evaluation.score.value``, ``gen_ai.evaluation.score.label`` such as ``pass`` or
+    ``fail``) on any span, else an error status on the root span means a failed run."""
+    for span in spans:
+        for name, _at, attrs in span["events"]:
+            if name != "gen_ai.evaluation.result":
+                continue
+            out: Json = {}
+            score = attrs.get("gen_ai.evaluation.score.value")
+            if isinstance(score, int | float) and not isinstance(score, bool):
+                out["reward"] = float(score)
+            label = str(attrs.get("gen_ai.evaluation.score.label", "")).lower()
+            if label in ("pass", "passed", "success", "correct", "fail", "failed", "incorrect"):
+                out["success"] = label in ("pass", "passed", "success", "correct")
+            if attrs.get("gen_ai.evaluation.name"):
+                out["labels"] = {"evaluation": attrs["gen_ai.evaluation.name"]}
+            if out:
+                return out
+    return {"success": False} if root["status_error"] else {}
 
 
 def _json(value: Any) -> Any:
