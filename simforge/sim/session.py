@@ -118,7 +118,7 @@ class Session:
             env.run(until=target)
         outcomes = [self.pipeline.start(c.tool, c.args, c.call_id) for c in calls]
         self.recorder.assistant_turn(text, outcomes, env.now)
-        pending = [o.process for o in outcomes if o.process is not None and o.process.is_alive]
+        pending = [o.process for o in outcomes if o.process is not None and o.ended_at is None]
         if pending:
             # The deadline event (one per session) stops any run it interrupts.
             env.run(until=pending[0] if len(pending) == 1 else env.all_of(pending))

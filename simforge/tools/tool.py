@@ -58,14 +58,25 @@ class Tool:
         return Tool(self.spec.model_copy(update=changes), self.input_model, self._handler)
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def to_jsonable(value: Any) -> Any:
-    """A fresh JSON-ready copy, so a result never aliases a row of the world."""
+    """A fresh JSON-ready copy, so a result never aliases a row of the world. Scalars (most
+    fields of most rows) are taken as they are without a call: this runs on every result."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is dict:
+        return {k: v if type(v) in _SCALARS else to_jsonable(v) for k, v in value.items()}
+    if kind is list or kind is tuple:
+        return [v if type(v) in _SCALARS else to_jsonable(v) for v in value]
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
     if isinstance(value, dict):
         return {k: to_jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [to_jsonable(v) for v in value]
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
     return value
 
 
