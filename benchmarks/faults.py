@@ -8,7 +8,9 @@ Both sides run the same simulated CRUD read through ``Session.step`` in this pro
 - *50 rules, realistic*: rules spread over tool globs, kinds and windows as a real profile is
   (a handful target the read being measured, with low probabilities);
 - *50 rules, all matching*: every rule targets the measured tool with a probability of 0.001,
-  so each call makes 50 keyed draws: the worst case of a plan that size.
+  so each call makes 50 keyed draws: the worst case of a plan that size;
+- *50 rules, realistic, never firing*: the realistic plan with every probability at 1e-9: the
+  cost of deciding alone, without the work of the faults that fire.
 
 The overhead is (time with plan / time without) - 1; the issue's target is under 20%.
 """
@@ -98,6 +100,10 @@ def main() -> None:
     for _ in range(args.repeat):
         for name, rules in (
             ("no plan", None),
+            (
+                "50 rules, realistic, never firing",
+                [{**r, "probability": 1e-9} for r in realistic_rules()],
+            ),
             ("50 rules, realistic", realistic_rules()),
             ("50 rules, all matching", matching_rules()),
         ):
