@@ -30,6 +30,11 @@ from simforge.trace.errors import Location, TraceFormatError
 WHOLE_DOCUMENT_LIMIT = 16 * 1024 * 1024
 """JSON documents up to this many (uncompressed) bytes are parsed whole with orjson."""
 
+READ_BUFFER = 256 * 1024
+"""Read buffer of a file on disk. JSONL records of real traces run to tens of kilobytes: with
+the default 8 KiB buffer, iterating lines stitches most of them from several reads (2.5 ms for
+the 7.5 MB of the benchmark's JSONL, against 0.8 ms with 64 KiB and 0.4 ms with 256 KiB)."""
+
 _READ_ERRORS = (OSError, EOFError, zlib.error, gzip.BadGzipFile, ValueError)
 
 
@@ -114,7 +119,7 @@ class Document:
 
     def open(self) -> IO[bytes]:
         """A fresh binary stream of the (decompressed) content."""
-        raw = open(self.path, "rb")  # noqa: SIM115 - closed through the returned stream
+        raw = open(self.path, "rb", READ_BUFFER)  # noqa: SIM115 - closed through the stream
         self._raw = raw
         if self.compressed:
             return io.BufferedReader(gzip.GzipFile(fileobj=raw, mode="rb"), 1 << 16)
@@ -143,7 +148,7 @@ class Document:
                     offset += len(line)
                     if number == 1 and line.startswith(b"\xef\xbb\xbf"):
                         line = line[3:]
-                    if not line.strip():
+                    if not line or line.isspace():  # what strip() would empty, uncopied
                         continue
                     yield Record(Location(path, line=number, offset=start), raw=line)
         except _READ_ERRORS as exc:

@@ -83,9 +83,7 @@ def to_epoch(value: Any) -> float | None:
     Numbers are read by magnitude (s, ms, us, ns) because exporters disagree. Naive ISO times
     are taken as UTC: none of the supported formats records local time on purpose.
     """
-    if value is None or isinstance(value, bool):
-        return None
-    if isinstance(value, str):
+    if isinstance(value, str):  # first: the common case, ISO strings
         text = value.strip()
         if not text:
             return None
@@ -99,6 +97,8 @@ def to_epoch(value: Any) -> float | None:
             if stamp.tzinfo is None:
                 return (stamp - _EPOCH_NAIVE).total_seconds()
             return stamp.timestamp()
+    if value is None or isinstance(value, bool):
+        return None
     if isinstance(value, int | float):
         magnitude = abs(value)
         if magnitude > 1e17:

@@ -28,13 +28,15 @@ _ROLES = {
 _OPENAI_KEYS = frozenset(
     {"role", "content", "tool_calls", "tool_call_id", "function_call", "timestamp"}
 )
+_RENAMED_ROLES = frozenset({"developer", "function", "human", "ai"})
+"""Source roles that map to another role: the original is kept as ``source_role``."""
 
 
 def role_of(value: Any, location: Location) -> str:
-    role = _ROLES.get(value) if isinstance(value, str) else None
-    if role is None:
-        raise TraceFormatError(location, f"unknown message role {value!r}")
-    return role
+    try:
+        return _ROLES[value]
+    except (KeyError, TypeError):  # TypeError: an unhashable value
+        raise TraceFormatError(location, f"unknown message role {value!r}") from None
 
 
 class Conversation:
@@ -83,11 +85,14 @@ class Conversation:
         if problem:
             call["metadata"] = {"args_error": problem}
         self.calls.append(call)
-        key = str(source_id) if source_id not in (None, "") else None
-        if key is None:
+        if source_id is None or source_id == "":
             self._pending_functions.append(call)
         else:
-            self._pending.setdefault(key, deque()).append(call)
+            key = str(source_id)
+            queue = self._pending.get(key)
+            if queue is None:
+                self._pending[key] = queue = deque()
+            queue.append(call)
         return call
 
     def answer(
@@ -134,41 +139,48 @@ class Conversation:
         """One OpenAI Chat Completions message (tool_calls, tool results, legacy functions)."""
         if not isinstance(raw, dict):
             raise TraceFormatError(location, "a message is not an object")
-        role = role_of(raw.get("role"), location)
-        meta = {k: v for k, v in raw.items() if k not in _OPENAI_KEYS}
-        if raw.get("role") in ("developer", "function", "human", "ai"):
-            meta["source_role"] = raw["role"]
-        message: Json = {"role": role, "content": text_of(raw.get("content"))}
+        source_role = raw.get("role")
+        role = role_of(source_role, location)
+        content = raw.get("content")
+        message: Json = {"role": role, "content": text_of(content)}
         if timestamp is not None:
             message["timestamp"] = timestamp
-        if meta:
-            message["metadata"] = meta
-        index = len(self.messages)
+        # Most messages carry only the keys read here: no metadata dict to build for them.
+        if not raw.keys() <= _OPENAI_KEYS or source_role in _RENAMED_ROLES:
+            meta = {k: v for k, v in raw.items() if k not in _OPENAI_KEYS}
+            if source_role in _RENAMED_ROLES:
+                meta["source_role"] = source_role
+            if meta:
+                message["metadata"] = meta
         if role == "tool":
-            if raw.get("role") == "function":
-                call = self.answer(None, raw.get("content"), name=raw.get("name"),
-                                   ended_at=timestamp)
+            tool_call_id = raw.get("tool_call_id")
+            if source_role == "function":
+                call = self.answer(None, content, name=raw.get("name"), ended_at=timestamp)
             else:
-                call = self.answer(raw.get("tool_call_id"), raw.get("content"),
+                call = self.answer(tool_call_id, content,
                                    error=raw.get("error") or raw.get("is_error"),
                                    ended_at=timestamp)
             if call is not None:
                 message["call_id"] = call["call_id"]
-            elif raw.get("tool_call_id") is not None:
-                message.setdefault("metadata", {})["tool_call_id"] = raw.get("tool_call_id")
+            elif tool_call_id is not None:
+                message.setdefault("metadata", {})["tool_call_id"] = tool_call_id
             self.messages.append(message)
             return
+        index = len(self.messages)
         ids: list[str] = []
-        tool_calls = raw.get("tool_calls") or []
-        if not isinstance(tool_calls, list):
-            raise TraceFormatError(location, "tool_calls is not an array")
-        for tc in tool_calls:
-            if not isinstance(tc, dict):
-                raise TraceFormatError(location, "a tool call is not an object")
-            fn: Json = tc["function"] if isinstance(tc.get("function"), dict) else tc
-            call = self.add_call(tc.get("id"), fn.get("name"), fn.get("arguments"), location,
-                                 message_index=index, started_at=timestamp)
-            ids.append(call["call_id"])
+        tool_calls = raw.get("tool_calls")
+        if tool_calls:
+            if not isinstance(tool_calls, list):
+                raise TraceFormatError(location, "tool_calls is not an array")
+            for tc in tool_calls:
+                if not isinstance(tc, dict):
+                    raise TraceFormatError(location, "a tool call is not an object")
+                fn = tc.get("function")
+                if not isinstance(fn, dict):
+                    fn = tc
+                call = self.add_call(tc.get("id"), fn.get("name"), fn.get("arguments"),
+                                     location, message_index=index, started_at=timestamp)
+                ids.append(call["call_id"])
         legacy = raw.get("function_call")
         if isinstance(legacy, dict):
             call = self.add_call(None, legacy.get("name"), legacy.get("arguments"), location,

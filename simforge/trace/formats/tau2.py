@@ -134,35 +134,37 @@ class Tau2Format(FormatAdapter):
             raise TraceFormatError(location, "a message is not an object")
         role = role_of(raw.get("role"), location)
         stamp = to_epoch(raw.get("timestamp"))
-        meta = {k: v for k, v in raw.items() if k not in _MESSAGE_KEYS and v is not None}
+        meta = {k: v for k, v in raw.items() if v is not None and k not in _MESSAGE_KEYS}
         raw_data = raw.get("raw_data")
         if isinstance(raw_data, dict) and raw_data.get("finish_reason") is not None:
             meta["finish_reason"] = raw_data["finish_reason"]
-        message: Json = {"role": role, "content": text_of(raw.get("content")),
-                         "timestamp": stamp, "metadata": meta}
-        index = len(conv.messages)
+        content = raw.get("content")
+        message: Json = {"role": role, "content": text_of(content), "timestamp": stamp,
+                         "metadata": meta}
         if role == "tool":
-            call = conv.answer(raw.get("id"), raw.get("content"), error=bool(raw.get("error")),
-                               ended_at=stamp)
+            source_id = raw.get("id")
+            call = conv.answer(source_id, content, error=bool(raw.get("error")), ended_at=stamp)
             if call is not None:
                 message["call_id"] = call["call_id"]
             else:
-                meta["tool_call_id"] = raw.get("id")
+                meta["tool_call_id"] = source_id
             if raw.get("requestor") is not None:
                 meta["requestor"] = raw["requestor"]
-            conv.add_message(message)
+            conv.messages.append(message)
             return
-        ids = []
-        tool_calls = raw.get("tool_calls") or []
-        if not isinstance(tool_calls, list):
-            raise TraceFormatError(location, "tool_calls is not an array")
-        for tc in tool_calls:
-            if not isinstance(tc, dict):
-                raise TraceFormatError(location, "a tool call is not an object")
-            requestor = tc.get("requestor") or ("user" if role == "user" else "assistant")
-            call = conv.add_call(tc.get("id"), tc.get("name"), tc.get("arguments"), location,
-                                 message_index=index, requestor=requestor, started_at=stamp)
-            ids.append(call["call_id"])
-        if ids:
+        tool_calls = raw.get("tool_calls")
+        if tool_calls:
+            if not isinstance(tool_calls, list):
+                raise TraceFormatError(location, "tool_calls is not an array")
+            index = len(conv.messages)
+            ids = []
+            for tc in tool_calls:
+                if not isinstance(tc, dict):
+                    raise TraceFormatError(location, "a tool call is not an object")
+                requestor = tc.get("requestor") or ("user" if role == "user" else "assistant")
+                call = conv.add_call(tc.get("id"), tc.get("name"), tc.get("arguments"),
+                                     location, message_index=index, requestor=requestor,
+                                     started_at=stamp)
+                ids.append(call["call_id"])
             message["tool_call_ids"] = ids
-        conv.add_message(message)
+        conv.messages.append(message)
