@@ -12,7 +12,7 @@ transport wraps a transport in httpx.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import simpy
@@ -25,6 +25,8 @@ from simforge.trace.episode import InjectedFault
 if TYPE_CHECKING:
     from simforge.faults.effects import CallFaults
     from simforge.sim.session import Session
+
+NO_FAULTS: tuple[InjectedFault, ...] = ()
 
 REJECT_LATENCY = 0.005
 """Seconds a gateway takes to refuse a call (rate limit, outage): much less than a real call."""
@@ -55,9 +57,12 @@ class CallOutcome:
         self.ended_at: float | None = None
         self.result: Any = None
         self.error: dict[str, Any] | None = None
-        self.faults: list[InjectedFault] = []
+        self.faults: Sequence[InjectedFault] = NO_FAULTS
+        """What fired on this call (a list; the shared empty tuple when nothing did, as most
+        calls go: one object less per call for the garbage collector to walk)."""
         self.process: simpy.Event | None = None
-        """What the step waits on: the call's process, or its latency timeout (lean path)."""
+        """What the step waits on: the call's process, or its latency timeout (lean path; it is
+        let go once the call has answered, so a recorded call does not keep its event)."""
 
     @property
     def ok(self) -> bool:
@@ -139,6 +144,7 @@ class CallPipeline:
         request = resource.request() if resource is not None else None
 
         def done(_: simpy.Event) -> None:
+            out.process = None
             try:
                 if natural is not None:
                     self._answer(out, None, natural)
@@ -270,17 +276,19 @@ class CallPipeline:
         rng = self.session.streams("errors", tool.name)
         if rng.random() >= model.rate:
             return None
-        out.faults.append(
-            InjectedFault(
-                kind="error_status",
-                tool=tool.name,
-                call_id=out.call_id,
-                call_index=out.call_index,
-                sim_time=self.session.env.now,
-                rule="error_model",
-                params={"status": model.status},
-            )
+        fault = InjectedFault(
+            kind="error_status",
+            tool=tool.name,
+            call_id=out.call_id,
+            call_index=out.call_index,
+            sim_time=self.session.env.now,
+            rule="error_model",
+            params={"status": model.status},
         )
+        if isinstance(out.faults, list):
+            out.faults.append(fault)  # the fault plan's records: ``observed`` reaches it too
+        else:
+            out.faults = [fault]
         return ToolError(model.status, "unavailable", model.message)
 
     def _execute(
@@ -331,7 +339,7 @@ class CallPipeline:
     def _divert_writes(self, snapshot: Any, fx: CallFaults) -> None:
         """A silent no-op rolls the writes back; write lag rolls them back and lands them later."""
         world = self.session.world
-        written = list(world.log[snapshot.log_length :])
+        written = world.log_since(snapshot.log_length)
         world.restore(snapshot)
         if fx.noop or not written or fx.write_lag is None:
             return

@@ -1,7 +1,10 @@
 """The recorder: cheap appends during the episode, one Episode (a Trajectory) at the end.
 
 Nothing is validated or copied per call; the pydantic models are built once, when somebody asks
-for the trajectory, so recording costs the hot path a list append.
+for the trajectory, so recording costs the hot path a list append. The events are kept as small
+as they can be, since a served session keeps thousands of them alive: a turn is one tuple
+(``("user", text, at)``, ``("assistant", text, calls, at)`` where ``calls`` is the one call of a
+single-call turn or the list of them), and a tool result is the call itself.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ class Recorder:
 
     def __init__(self, limit: int | None = None) -> None:
         self.calls: deque[CallOutcome] = deque(maxlen=limit)
-        self.events: deque[tuple[str, Any, float]] = deque(
+        self.events: deque[tuple[Any, ...] | CallOutcome] = deque(
             maxlen=None if limit is None else 3 * limit
         )
 
@@ -46,13 +49,15 @@ class Recorder:
 
     def assistant_turn(self, text: str | None, outcomes: list[CallOutcome], now: float) -> None:
         self.calls.extend(outcomes)
-        self.events.append(("assistant", (text, outcomes), now))
+        # a single call is kept as itself: the step's list can then die young
+        calls = outcomes[0] if len(outcomes) == 1 else outcomes
+        self.events.append(("assistant", text, calls, now))
 
     def tool_result(self, outcome: CallOutcome) -> None:
-        self.events.append(("tool", outcome, outcome.ended_at or 0.0))
+        self.events.append(outcome)
 
     def final_answer(self, text: str, now: float) -> None:
-        self.events.append(("assistant", (text, []), now))
+        self.events.append(("assistant", text, _NO_CALLS, now))
 
     def trajectory(
         self,
@@ -67,14 +72,17 @@ class Recorder:
         issued_by: dict[str, int] = {}
         if task.instruction:
             messages.append(Message(role="user", content=task.instruction, timestamp=0.0))
-        for kind, payload, at in self.events:
-            if kind == "assistant":
-                for o in payload[1]:
+        for event in self.events:
+            if not isinstance(event, tuple):  # a tool result: the call itself
+                messages.append(_tool_message(event))
+            elif event[0] == "user":
+                _, content, at = event
+                messages.append(Message(role="user", content=content, timestamp=at))
+            else:
+                _, text, calls, at = event
+                outcomes = calls if isinstance(calls, list | tuple) else (calls,)
+                for o in outcomes:
                     issued_by[o.call_id] = len(messages)
-            if kind == "user":
-                messages.append(Message(role="user", content=payload, timestamp=at))
-            elif kind == "assistant":
-                text, outcomes = payload
                 messages.append(
                     Message(
                         role="assistant",
@@ -83,8 +91,6 @@ class Recorder:
                         timestamp=at,
                     )
                 )
-            else:
-                messages.append(_tool_message(payload))
         calls = [_tool_call(o, issued_by.get(o.call_id)) for o in self.calls]
         faults = [f for o in self.calls for f in o.faults]
         faults.sort(key=lambda f: (f.sim_time, f.tool, f.call_index))
@@ -112,6 +118,9 @@ class Recorder:
                 invalid_reason=session.invalid_reason,
             ),
         )
+
+
+_NO_CALLS: tuple[CallOutcome, ...] = ()
 
 
 def _tool_message(outcome: CallOutcome) -> Message:

@@ -56,7 +56,7 @@ class ToolContext:
 
     def insert(self, entity: str, row: Mapping[str, Any]) -> Row:
         self.writes += 1
-        return self.world.insert(entity, dict(row), now=self.now)
+        return self.world.insert(entity, row, now=self.now)  # a new row: ``row`` is not kept
 
     def update(self, entity: str, id: str, changes: Mapping[str, Any]) -> Row:
         if self.world.get(entity, id) is None:

@@ -68,7 +68,13 @@ def to_jsonable(value: Any) -> Any:
     if kind in _SCALARS:
         return value
     if kind is dict:
-        return {k: v if type(v) in _SCALARS else to_jsonable(v) for k, v in value.items()}
+        # a C-level copy, then only the nested values replaced by their copies (in place: the
+        # key order stays the row's)
+        out = value.copy()
+        for k, v in value.items():
+            if type(v) not in _SCALARS:
+                out[k] = to_jsonable(v)
+        return out
     if kind is list or kind is tuple:
         return [v if type(v) in _SCALARS else to_jsonable(v) for v in value]
     if isinstance(value, BaseModel):
@@ -155,11 +161,10 @@ def tool_from_function(
         fields[param.name] = (hints[param.name], default)
     input_model = create_model(f"{tool_name}_args", __config__=_ARGS_CONFIG, **fields)
     returns = hints.get("return", Any)
-    names = tuple(fields)
 
     def handler(ctx: ToolContext, args: BaseModel) -> Any:
-        values = args.__dict__
-        return fn(ctx, **{n: values[n] for n in names})
+        # the model forbids extra fields: its __dict__ is exactly the parameters
+        return fn(ctx, **args.__dict__)
 
     spec = ToolSpec(
         name=tool_name,

@@ -6,7 +6,12 @@ Layout, chosen for the hot path of a simulated tool call and for O(changes) rese
   by every session of that pack (rows are plain dicts that nothing mutates in place);
 - ``overlay``: the rows this session created, changed or deleted (``None`` marks a delete);
 - ``log``: every write as a :class:`Version` ``(time, entity, id, row)``, so a read ``as_of=t``
-  and ``diff(since=t)`` are answered from the log without copying the world.
+  and ``diff(since=t)`` are answered from the log without copying the world. The log is kept
+  as columns (times, entities, ids, rows), so a write appends to four lists and allocates no
+  object of its own for the garbage collector to walk; :attr:`World.log` builds the versions
+  when asked. The per-key index of the log (which versions belong to a row) is brought up to
+  date when a history read needs it, not on every write, and a long-running server that never
+  asks for history never builds it.
 
 A snapshot is the overlay and the log length; restore puts them back. Reset therefore costs the
 number of rows the episode changed, never a rebuild and never a copy of the 10,000 seeded rows.
@@ -58,7 +63,18 @@ class Snapshot:
 class World:
     """Entity tables with versioned writes. Cheap to create per session from a shared base."""
 
-    __slots__ = ("_base", "_counters", "_history", "_log", "_overlay", "_times", "schemas")
+    __slots__ = (
+        "_base",
+        "_counters",
+        "_entities",
+        "_history",
+        "_ids",
+        "_indexed",
+        "_overlay",
+        "_rows",
+        "_times",
+        "schemas",
+    )
 
     def __init__(
         self,
@@ -68,9 +84,14 @@ class World:
         self.schemas = dict(schemas)
         self._base = base
         self._overlay: dict[str, dict[str, Row | None]] = {name: {} for name in self.schemas}
-        self._log: list[Version] = []
+        # the log, as columns: write i is (_times[i], _entities[i], _ids[i], _rows[i])
         self._times: list[float] = []
+        self._entities: list[str] = []
+        self._ids: list[str] = []
+        self._rows: list[Row | None] = []
         self._history: dict[tuple[str, str], list[int]] = {}
+        """Log positions per ``(entity, id)``, covering the first ``_indexed`` writes."""
+        self._indexed = 0
         self._counters: dict[str, int] = {}
 
     # -- reads ---------------------------------------------------------------------------------
@@ -121,18 +142,21 @@ class World:
 
     # -- writes ---------------------------------------------------------------------------------
 
-    def insert(self, entity: str, row: Row, *, now: float) -> Row:
+    def insert(self, entity: str, row: Mapping[str, Any], *, now: float) -> Row:
+        """A new row: the schema's defaults, then ``row`` (a new dict; ``row`` is not kept).
+        Without a primary key, the next id is assigned (and cannot exist: see :meth:`next_id`)."""
         schema = self.schemas.get(entity)
         if schema is None:
             raise WorldError(f"unknown entity {entity!r}")
-        id = row.get(schema.primary_key)
-        if id is None:
-            id = self.next_id(entity)
-            row = {**row, schema.primary_key: id}
-        id = str(id)
-        if self.get(entity, id) is not None:
-            raise WorldError(f"{entity} {id!r} already exists")
+        key = schema.primary_key
+        given = row.get(key)
         full = {**schema.defaults, **row}
+        if given is None:
+            id = full[key] = self.next_id(entity)
+        else:
+            id = str(given)
+            if self.get(entity, id) is not None:
+                raise WorldError(f"{entity} {id!r} already exists")
         self._write(entity, id, full, now)
         return full
 
@@ -156,25 +180,47 @@ class World:
         """A deterministic new id: the schema's prefix and a per-session counter that starts
         above the highest seeded number. An id that ever existed is never handed out again."""
         schema = self.schemas[entity]
+        # Every id ever written has an overlay entry (a delete leaves ``None``), so the overlay
+        # and the base together are every id that ever existed.
+        written = self._overlay[entity]
+        base = self._base.get(entity, _NO_ROWS)
+        prefix, start, width = schema.id_prefix, schema.id_start, schema.id_width
         n = self._counters.get(entity)
         if n is None:
-            n = _id_floor(self._base.get(entity, {}), schema.id_prefix) - schema.id_start
+            n = _id_floor(base, prefix) - start
         while True:
             n += 1
-            candidate = f"{schema.id_prefix}{schema.id_start + n:0{schema.id_width}d}"
-            if (entity, candidate) not in self._history and self._initial(
-                entity, candidate
-            ) is None:
+            candidate = prefix + str(start + n).zfill(width)  # = f"{prefix}{start + n:0{width}d}"
+            if candidate not in written and base.get(candidate) is None:
                 self._counters[entity] = n
                 return candidate
 
     def _write(self, entity: str, id: str, row: Row | None, now: float) -> None:
-        if self._times and now < self._times[-1]:
-            raise WorldError(f"write at t={now} precedes the last write at t={self._times[-1]}")
+        times = self._times
+        if times and now < times[-1]:
+            raise WorldError(f"write at t={now} precedes the last write at t={times[-1]}")
         self._overlay[entity][id] = row
-        self._history.setdefault((entity, id), []).append(len(self._log))
-        self._log.append(Version(now, entity, id, row))
-        self._times.append(now)
+        times.append(now)
+        self._entities.append(entity)
+        self._ids.append(id)
+        self._rows.append(row)
+
+    def _index(self) -> dict[tuple[str, str], list[int]]:
+        """The per-key index of the log, brought up to date (it lags behind writes)."""
+        done = self._indexed
+        end = len(self._times)
+        if done < end:
+            history = self._history
+            for i, key in enumerate(
+                zip(self._entities[done:end], self._ids[done:end], strict=True), done
+            ):
+                indices = history.get(key)
+                if indices is None:
+                    history[key] = [i]
+                else:
+                    indices.append(i)
+            self._indexed = end
+        return self._history
 
     def _overlay_of(self, entity: str) -> dict[str, Row | None]:
         try:
@@ -191,7 +237,21 @@ class World:
 
     @property
     def log(self) -> list[Version]:
-        return self._log
+        """Every write, oldest first (built on each access: not for a hot path)."""
+        return self.log_since(0)
+
+    def log_since(self, start: int) -> list[Version]:
+        """The writes after the first ``start`` (e.g. a snapshot's ``log_length``)."""
+        return [
+            Version(*version)
+            for version in zip(
+                self._times[start:],
+                self._entities[start:],
+                self._ids[start:],
+                self._rows[start:],
+                strict=True,
+            )
+        ]
 
     def _get_as_of(self, entity: str, id: str, t: float) -> Row | None:
         self._overlay_of(entity)
@@ -205,8 +265,8 @@ class World:
         with field-level changes. A row changed and changed back is not listed."""
         before_end = 0 if since is None else bisect.bisect_right(self._times, since)
         touched: dict[tuple[str, str], None] = {}
-        for version in self._log[before_end:]:
-            touched[(version.entity, version.id)] = None
+        for key in zip(self._entities[before_end:], self._ids[before_end:], strict=True):
+            touched[key] = None
         changes: list[Change] = []
         for key in touched:
             old = self._row_at_index(key, before_end)
@@ -218,11 +278,11 @@ class World:
 
     def _row_at_index(self, key: tuple[str, str], end: int) -> Row | None:
         """The row as it was after the first ``end`` writes of the log."""
-        indices = self._history.get(key)
+        indices = self._index().get(key)
         if indices:
             pos = bisect.bisect_left(indices, end)
             if pos:
-                return self._log[indices[pos - 1]].row
+                return self._rows[indices[pos - 1]]
         return self._initial(*key)
 
     # -- snapshots ------------------------------------------------------------------------------
@@ -230,15 +290,17 @@ class World:
     def snapshot(self) -> Snapshot:
         return Snapshot(
             overlay={name: dict(rows) for name, rows in self._overlay.items() if rows},
-            log_length=len(self._log),
+            log_length=len(self._times),
             counters=dict(self._counters),
         )
 
     def restore(self, snapshot: Snapshot) -> None:
         self._overlay = {name: dict(snapshot.overlay.get(name, {})) for name in self.schemas}
         n = snapshot.log_length
-        for version in self._log[n:]:
-            key = (version.entity, version.id)
+        # only the indexed part of the log is in the index
+        for key in zip(
+            self._entities[n : self._indexed], self._ids[n : self._indexed], strict=True
+        ):
             indices = self._history.get(key)
             if indices is None:
                 continue
@@ -246,8 +308,11 @@ class World:
                 indices.pop()
             if not indices:
                 del self._history[key]
-        del self._log[n:]
         del self._times[n:]
+        del self._entities[n:]
+        del self._ids[n:]
+        del self._rows[n:]
+        self._indexed = min(self._indexed, n)
         self._counters = dict(snapshot.counters)
 
     def materialize(self) -> dict[str, dict[str, Row]]:
@@ -258,6 +323,7 @@ class World:
         }
 
 
+_NO_ROWS: Mapping[str, Row] = {}
 _floors: dict[int, tuple[Mapping[str, Row], str, int]] = {}
 
 

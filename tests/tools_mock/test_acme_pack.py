@@ -126,3 +126,26 @@ def test_large_world_is_big_quick_and_leaves_the_fixture_ids_free(
     fixture = re.compile(r"-0*9\d{3}$")
     for name, rows in base.items():
         assert not any(fixture.search(id) for id in rows), name
+
+
+def test_cached_clock_strings_match_the_datetime_formatting(common: ModuleType) -> None:
+    """``now_iso``/``today_iso`` format from a per-day cache; they must give exactly what
+    ``now_at(ctx).strftime(...)`` and ``today(ctx).isoformat()`` give, including fractions that
+    ``timedelta`` rounds up into the next second (and the next day)."""
+    import math
+    import random
+    from types import SimpleNamespace
+
+    rng = random.Random(7)
+    values = [0.0, 0.4999995, 0.9999994, 0.9999995, 0.9999996, 53_999.9999996, 86_399.9999995]
+    for whole in [*range(0, 120), 53_999, 140_399, *(rng.randrange(10**9) for _ in range(200))]:
+        for frac in (0.0, 0.5, 0.9999995, 0.99999949, 0.99999950001):
+            x = whole + frac
+            for _ in range(3):
+                values += [x, -x, math.nextafter(x, math.inf)]
+                x = math.nextafter(x, 0.0)
+    values += [rng.random() * 10 ** rng.randint(0, 10) for _ in range(20_000)]
+    for now in values:
+        ctx = SimpleNamespace(now=now)
+        assert common.now_iso(ctx) == common.now_at(ctx).strftime("%Y-%m-%dT%H:%M:%SZ"), now
+        assert common.today_iso(ctx) == common.today(ctx).isoformat(), now

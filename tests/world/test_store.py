@@ -151,3 +151,55 @@ def test_as_of_matches_replaying_the_log_up_to_t(ops, t):
     apply(replay, [op for i, op in enumerate(ops) if i <= t], 0.0)
     expected = {r["id"]: r for r in replay.rows("Account")}
     assert {r["id"]: r for r in w.rows("Account", as_of=t)} == expected
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    before=st.lists(write_op, max_size=8),
+    middle=st.lists(write_op, max_size=8),
+    after=st.lists(write_op, max_size=8),
+    t=st.floats(-1, 40),
+    reads=st.lists(st.booleans(), min_size=3, max_size=3),
+)
+def test_history_is_the_same_whenever_it_is_first_read(before, middle, after, t, reads):
+    """The per-key index of the log is built when a history read needs it: reading history
+    between writes, snapshots and restores must not change any answer."""
+    lazy, eager = new_world(), new_world()
+
+    def touch(w: World, read: bool) -> None:
+        if read:
+            w.diff()
+            w.get("Account", "A-001", as_of=t)
+
+    for w in (lazy, eager):
+        apply(w, before, 0.0)
+        touch(w, w is eager and reads[0])
+        snap = w.snapshot()
+        apply(w, middle, 20.0)
+        touch(w, w is eager or reads[1])
+        w.restore(snap)
+        touch(w, w is eager and reads[2])
+        apply(w, after, 20.0)
+    assert eager.log == lazy.log
+    assert eager.diff() == lazy.diff()
+    assert eager.diff(since=t) == lazy.diff(since=t)
+    assert list(eager.rows("Account", as_of=t)) == list(lazy.rows("Account", as_of=t))
+    assert eager.next_id("Account") == lazy.next_id("Account")
+
+
+def test_insert_fills_defaults_in_order_and_never_reuses_an_id():
+    w = new_world()
+    row = {"owner": "a"}
+    created = w.insert("Account", row, now=0)
+    assert row == {"owner": "a"}  # the caller's dict is not kept or changed
+    # the defaults in their order, then the row's fields, then a new id at the end
+    assert list(created) == ["balance", "status", "owner", "id"]
+    assert list(w.insert("Account", {"id": None, "owner": "z"}, now=0)) == [
+        *["balance", "status", "id", "owner"]  # a key given as None keeps its place
+    ]
+    assert created == {"id": "A-006", "owner": "a", "balance": 0.0, "status": "open"}
+    w.delete("Account", "A-006", now=1)
+    w.insert("Account", {"id": "A-009", "owner": "explicit"}, now=2)
+    assert w.insert("Account", {"owner": "b"}, now=3)["id"] == "A-008"
+    assert w.insert("Account", {"owner": "c"}, now=4)["id"] == "A-010"  # 006 deleted, 009 taken
+    assert w.get("Account", "A-006") is None

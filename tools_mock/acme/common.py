@@ -8,6 +8,7 @@ and seed data can be written relative to that day.
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Iterator
 from datetime import date, datetime, timedelta
@@ -36,8 +37,46 @@ def today(ctx: ToolContext) -> date:
     return now_at(ctx).date()
 
 
+_START_SECOND = _START.hour * 3600 + _START.minute * 60 + _START.second
+assert _START.microsecond == 0
+
+
+@functools.lru_cache(maxsize=64)
+def _day(offset: int) -> tuple[str, str]:
+    """``(isoformat, strftime prefix)`` of the day ``offset`` days after the world's first: the
+    date changes only with simulated days, so write tools do not format it on every call."""
+    day = _START.date() + timedelta(days=offset)
+    return day.isoformat(), day.strftime("%Y-%m-%d")
+
+
+def _clock(now: float) -> tuple[int, int]:
+    """``(day offset, second of that day)`` of the moment :func:`now_at` gives, to the whole
+    second as ``strftime`` truncates it. ``timedelta(seconds=now)`` rounds the fraction to the
+    microsecond, half to even: a fraction of 999999.5 us or more is the next second."""
+    if now >= 0:
+        whole = int(now)
+        if (now - whole) * 1e6 >= 999999.5:
+            whole += 1
+    else:
+        delta = timedelta(seconds=now)
+        whole = delta.days * 86400 + delta.seconds
+    return divmod(whole + _START_SECOND, 86400)
+
+
+def today_iso(ctx: ToolContext) -> str:
+    """``today(ctx).isoformat()``, without building a datetime (the day's text is cached)."""
+    return _day(_clock(ctx.now)[0])[0]
+
+
 def now_iso(ctx: ToolContext) -> str:
-    return now_at(ctx).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """``now_at(ctx)`` as ``YYYY-MM-DDTHH:MM:SSZ`` (the day's part cached)."""
+    offset, second = _clock(ctx.now)
+    hours, rest = divmod(second, 3600)
+    minutes, seconds = divmod(rest, 60)
+    return f"{_day(offset)[1]}T{_TWO[hours]}:{_TWO[minutes]}:{_TWO[seconds]}Z"
+
+
+_TWO = [f"{n:02d}" for n in range(60)]
 
 
 def world_day(offset_days: int) -> str:

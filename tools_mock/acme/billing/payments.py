@@ -9,7 +9,7 @@ from pydantic import Field
 
 from simforge.tools import ToolContext, ToolError, tool
 
-from ..common import BILLING, money, now_iso, reads, text, today
+from ..common import BILLING, money, now_iso, reads, text, today_iso
 from .models import Payment
 from .tools import post_ledger_entry, refunded_so_far
 
@@ -34,7 +34,7 @@ def open_invoice(
             "customer_id": customer_id,
             "amount": money(amount),
             "status": "open",
-            "issued_at": today(ctx).isoformat(),
+            "issued_at": today_iso(ctx),
         },
     )
 

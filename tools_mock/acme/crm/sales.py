@@ -9,7 +9,7 @@ from pydantic import Field
 
 from simforge.tools import ToolContext, ToolError, tool
 
-from ..common import CRM, money, now_iso, reads, text, today
+from ..common import CRM, money, now_iso, reads, text, today_iso
 from ..iam.tools import require_permission
 from .models import OPPORTUNITY_STAGES, Opportunity
 
@@ -122,7 +122,7 @@ def update_opportunity_stage(
         raise ToolError.precondition(f"the {deal['discount_pct']:g}% discount is not approved")
     changes: dict[str, Any] = {"stage": stage}
     if stage in ("closed_won", "closed_lost"):
-        changes["close_date"] = today(ctx).isoformat()
+        changes["close_date"] = today_iso(ctx)
     return ctx.update("Opportunity", opportunity_id, changes)
 
 

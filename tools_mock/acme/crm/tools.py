@@ -8,7 +8,7 @@ from typing import Any
 from simforge.tools import ToolContext, ToolError, crud_tools, tool
 from simforge.world import EntitySchema
 
-from ..common import CRM, reads, today
+from ..common import CRM, reads, today_iso
 from .models import Contact, Customer
 from .sales import SALES_TOOLS
 
@@ -48,7 +48,7 @@ def create_customer(
         "phone": phone,
         "address": address,
         "tier": tier,
-        "created_at": today(ctx).isoformat(),
+        "created_at": today_iso(ctx),
     }
     return ctx.insert("Customer", row)
 

@@ -11,7 +11,7 @@ from simforge.world import EntitySchema
 
 from ..billing.payments import open_invoice, void_open_invoices
 from ..billing.tools import post_ledger_entry
-from ..common import ORDERS, money, now_iso, text, today
+from ..common import ORDERS, money, now_iso, text, today_iso
 from ..inventory.tools import release_reservations, reserve
 from .models import Order, Product
 
@@ -181,7 +181,7 @@ def place_order(
             "items": lines,
             "total": total,
             "paid": False,
-            "placed_at": today(ctx).isoformat(),
+            "placed_at": today_iso(ctx),
             "shipping_address": address,
         },
     )

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from simforge.tools import ToolContext, ToolError, tool
 
-from ..common import SHIPPING, money, now_iso, parse_day, reads, text, today
+from ..common import SHIPPING, money, now_iso, parse_day, reads, text, today, today_iso
 from ..inventory.tools import stock_level
 from .models import CARRIERS, SERVICES, ReturnRequest, Shipment
 
@@ -152,7 +152,7 @@ def mark_shipment_delivered(
         raise ToolError.conflict(f"Shipment {shipment_id} is already delivered")
     if shipment["status"] not in ("label_created", "in_transit"):
         raise ToolError.precondition(f"Shipment {shipment_id} is {shipment['status']}")
-    day = today(ctx).isoformat()
+    day = today_iso(ctx)
     event = {"at": now_iso(ctx), "status": "delivered", "location": "recipient"}
     ctx.update("Order", shipment["order_id"], {"status": "delivered", "delivered_at": day})
     return ctx.update(

@@ -9,7 +9,7 @@ from pydantic import Field
 from simforge.tools import ToolContext, ToolError, crud_tools, tool
 from simforge.world import EntitySchema
 
-from ..common import SUPPORT, now_iso, today
+from ..common import SUPPORT, now_iso, today_iso
 from .models import PRIORITIES, Ticket
 
 ESCALATION_QUEUE = "tier-2"
@@ -67,7 +67,7 @@ def create_ticket(
             "subject": _text("subject", subject),
             "priority": priority,
             "notes": [_note(ctx, _text("description", description))],
-            "created_at": today(ctx).isoformat(),
+            "created_at": today_iso(ctx),
         },
     )
 
