@@ -143,21 +143,27 @@ class ServedSession:
                 headers={"Retry-After": "1"},
                 retry_after=1.0,
             )
+        if self.time_scale <= 0:
+            # Virtual time: nothing below awaits, so no other request can interleave with this
+            # one and the session's lock would only cost its acquire.
+            return self._step(tool, args)
         self.pending += 1
         try:
             async with self.lock:
-                self.touch()
-                session = self.session
-                if session.done:
-                    raise episode_ended(self)
-                outcomes = session.step(
-                    [CallRequest(tool, args)], think=self.think_for_wall_clock()
-                )
+                outcome = self._step(tool, args)
                 await self.wait_until_sim_now()
                 self.touch()
-                return outcomes[0] if outcomes else None
+                return outcome
         finally:
             self.pending -= 1
+
+    def _step(self, tool: str, args: Any) -> CallOutcome | None:
+        self.touch()
+        session = self.session
+        if session.done:
+            raise episode_ended(self)
+        outcomes = session.step([CallRequest(tool, args)], think=self.think_for_wall_clock())
+        return outcomes[0] if outcomes else None
 
     def remember(self, request_id: str, answer: Any, window: int) -> None:
         self.answers[request_id] = answer

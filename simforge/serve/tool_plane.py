@@ -59,7 +59,7 @@ def route(path: str) -> tuple[str | None, str] | None:
     return sid, name
 
 
-async def resolve(manager: SessionManager, session_id: str | None, tool: str) -> ServedSession:
+def resolve(manager: SessionManager, session_id: str | None, tool: str) -> ServedSession:
     served = manager.get(session_id or DEFAULT_SESSION)
     if tool not in served.session.tools:
         raise Problem(
@@ -76,7 +76,7 @@ async def invoke(
 ) -> CallOutcome:
     """Run one call on a session (shared by REST and MCP). Raises :class:`Problem` for what is
     not a call: unknown session or tool, episode over."""
-    served = await resolve(manager, session_id, tool)
+    served = resolve(manager, session_id, tool)
     outcome = await served.call(tool, args)
     if outcome is None:
         raise episode_ended(served)
