@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from simforge.policies.base import PolicyBase
 from simforge.scenario.model import Task
 
 NOOP_ANSWER = "I could not complete the request."
 
 
-class OraclePolicy:
+class OraclePolicy(PolicyBase):
     """Plays the task's reference solution step by step, then its answer."""
 
     name: ClassVar[str] = "oracle"
@@ -54,16 +55,10 @@ def oracle_actions(task: Task) -> list[dict[str, Any]]:
     return actions
 
 
-class NoopPolicy:
+class NoopPolicy(PolicyBase):
     """Does nothing and says so: the floor every task must be far above."""
 
     name: ClassVar[str] = "noop"
-    privileged: ClassVar[bool] = False
-
-    def reset(
-        self, observation: dict[str, Any], *, task: Task | None = None, seed: int = 0
-    ) -> None:
-        return None
 
     def act(self, observation: dict[str, Any]) -> Any:
         return {"final_answer": NOOP_ANSWER}

@@ -24,7 +24,3 @@ class Streams:
             stream = random.Random(f"{self.seed}\x1f" + "\x1f".join(key))
             self._streams[key] = stream
         return stream
-
-    def fresh(self, *key: str) -> random.Random:
-        """A new stream for ``key`` that does not advance the shared one (for keyed draws)."""
-        return random.Random(f"{self.seed}\x1f" + "\x1f".join(key))

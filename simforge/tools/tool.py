@@ -8,6 +8,7 @@ lost on the way to the OpenAI, MCP or OpenAPI form.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable, Iterable
 from typing import Any, get_type_hints
@@ -99,32 +100,12 @@ def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
-def tool(
-    fn: Callable[..., Any] | None = None,
-    *,
-    name: str | None = None,
-    kind: str = "read",
-    system: str | None = None,
-    entities: Iterable[str] = (),
-    latency: Any = None,
-    capacity: int | None = None,
-    errors: ErrorModel | None = None,
-) -> Any:
-    """Declare a tool from a typed function ``fn(ctx: ToolContext, arg: T, ...) -> R``."""
-
-    def build(f: Callable[..., Any]) -> Tool:
-        return tool_from_function(
-            f,
-            name=name,
-            kind=kind,
-            system=system,
-            entities=entities,
-            latency=latency,
-            capacity=capacity,
-            errors=errors,
-        )
-
-    return build(fn) if fn is not None else build
+def tool(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
+    """Declare a tool from a typed function ``fn(ctx: ToolContext, arg: T, ...) -> R``; used bare
+    (``@tool``) or with the options of :func:`tool_from_function` (``@tool(kind="write")``)."""
+    if fn is None:
+        return functools.partial(tool_from_function, **options)
+    return tool_from_function(fn, **options)
 
 
 def tool_from_function(
