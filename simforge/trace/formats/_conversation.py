@@ -69,21 +69,24 @@ class Conversation:
         if not isinstance(tool, str) or not tool:
             raise TraceFormatError(location, f"tool call without a tool name: {tool!r}")
         call_id, original = self.ids.claim(source_id)
-        args, raw_args, problem = parse_args(arguments)
-        call: Json = {
-            "call_id": call_id,
-            "tool": tool,
-            "args": args,
-            "raw_args": raw_args,
-            "requestor": requestor,
-            "message_index": message_index,
-        }
+        # Keys equal to a field's default are left out: validation then skips them.
+        call: Json = {"call_id": call_id, "tool": tool}
+        if arguments is not None:
+            args, raw_args, problem = parse_args(arguments)
+            if args is not None:
+                call["args"] = args
+            if raw_args is not None:
+                call["raw_args"] = raw_args
+            if problem:
+                call["metadata"] = {"args_error": problem}
+        if requestor != "assistant":
+            call["requestor"] = requestor
+        if message_index is not None:
+            call["message_index"] = message_index
         if original is not None:
             call["source_call_id"] = original
         if started_at is not None:
             call["started_at"] = started_at
-        if problem:
-            call["metadata"] = {"args_error": problem}
         self.calls.append(call)
         if source_id is None or source_id == "":
             self._pending_functions.append(call)
@@ -118,9 +121,11 @@ class Conversation:
                     break
         if call is None:
             return None
-        result, raw = parse_result(content)
-        call["result"] = result
-        call["raw_result"] = raw
+        if content is not None:
+            result, raw = parse_result(content)
+            call["result"] = result
+            if raw is not None:
+                call["raw_result"] = raw
         if ended_at is not None:
             call["ended_at"] = ended_at
         if error is True:
@@ -139,55 +144,62 @@ class Conversation:
         """One OpenAI Chat Completions message (tool_calls, tool results, legacy functions)."""
         if not isinstance(raw, dict):
             raise TraceFormatError(location, "a message is not an object")
-        source_role = raw.get("role")
-        role = role_of(source_role, location)
-        content = raw.get("content")
-        message: Json = {"role": role, "content": text_of(content)}
+        get = raw.get
+        source_role = get("role")
+        try:
+            role = _ROLES[source_role]
+        except (KeyError, TypeError):
+            role = role_of(source_role, location)  # raises, naming the role
+        content = get("content")
+        message: Json = {"role": role}
+        if content is not None:
+            message["content"] = content if type(content) is str else text_of(content)
         if timestamp is not None:
             message["timestamp"] = timestamp
+        renamed = source_role in _RENAMED_ROLES
         # Most messages carry only the keys read here: no metadata dict to build for them.
-        if not raw.keys() <= _OPENAI_KEYS or source_role in _RENAMED_ROLES:
+        if renamed or not raw.keys() <= _OPENAI_KEYS:
             meta = {k: v for k, v in raw.items() if k not in _OPENAI_KEYS}
-            if source_role in _RENAMED_ROLES:
+            if renamed:
                 meta["source_role"] = source_role
             if meta:
                 message["metadata"] = meta
         if role == "tool":
-            tool_call_id = raw.get("tool_call_id")
+            tool_call_id = get("tool_call_id")
             if source_role == "function":
-                call = self.answer(None, content, name=raw.get("name"), ended_at=timestamp)
+                call = self.answer(None, content, name=get("name"), ended_at=timestamp)
             else:
                 call = self.answer(tool_call_id, content,
-                                   error=raw.get("error") or raw.get("is_error"),
-                                   ended_at=timestamp)
+                                   error=get("error") or get("is_error"), ended_at=timestamp)
             if call is not None:
                 message["call_id"] = call["call_id"]
             elif tool_call_id is not None:
                 message.setdefault("metadata", {})["tool_call_id"] = tool_call_id
             self.messages.append(message)
             return
-        index = len(self.messages)
-        ids: list[str] = []
-        tool_calls = raw.get("tool_calls")
-        if tool_calls:
-            if not isinstance(tool_calls, list):
-                raise TraceFormatError(location, "tool_calls is not an array")
-            for tc in tool_calls:
-                if not isinstance(tc, dict):
-                    raise TraceFormatError(location, "a tool call is not an object")
-                fn = tc.get("function")
-                if not isinstance(fn, dict):
-                    fn = tc
-                call = self.add_call(tc.get("id"), fn.get("name"), fn.get("arguments"),
+        tool_calls = get("tool_calls")
+        legacy = get("function_call")
+        if tool_calls or legacy:
+            index = len(self.messages)
+            ids: list[str] = []
+            if tool_calls:
+                if not isinstance(tool_calls, list):
+                    raise TraceFormatError(location, "tool_calls is not an array")
+                for tc in tool_calls:
+                    if not isinstance(tc, dict):
+                        raise TraceFormatError(location, "a tool call is not an object")
+                    fn = tc.get("function")
+                    if not isinstance(fn, dict):
+                        fn = tc
+                    call = self.add_call(tc.get("id"), fn.get("name"), fn.get("arguments"),
+                                         location, message_index=index, started_at=timestamp)
+                    ids.append(call["call_id"])
+            if isinstance(legacy, dict):
+                call = self.add_call(None, legacy.get("name"), legacy.get("arguments"),
                                      location, message_index=index, started_at=timestamp)
                 ids.append(call["call_id"])
-        legacy = raw.get("function_call")
-        if isinstance(legacy, dict):
-            call = self.add_call(None, legacy.get("name"), legacy.get("arguments"), location,
-                                 message_index=index, started_at=timestamp)
-            ids.append(call["call_id"])
-        if ids:
-            message["tool_call_ids"] = ids
+            if ids:
+                message["tool_call_ids"] = ids
         self.messages.append(message)
 
     def user_turns(self) -> list[str]:
@@ -214,7 +226,7 @@ def conversation_episode(
     label = record_label(location)
     if episode_id is None:
         episode_id = f"{PurePath(location.path).stem}:{label or 'doc'}"
-    system = next((m["content"] for m in conv.messages if m["role"] == "system"), None)
+    system = next((m.get("content") for m in conv.messages if m["role"] == "system"), None)
     turns = conv.user_turns()
     return {
         "id": str(episode_id),
