@@ -132,39 +132,45 @@ class Tau2Format(FormatAdapter):
     def _add(self, conv: Conversation, raw: Any, location: Location) -> None:
         if not isinstance(raw, dict):
             raise TraceFormatError(location, "a message is not an object")
-        role = role_of(raw.get("role"), location)
-        stamp = to_epoch(raw.get("timestamp"))
+        get = raw.get
+        role = role_of(get("role"), location)
         meta = {k: v for k, v in raw.items() if v is not None and k not in _MESSAGE_KEYS}
-        raw_data = raw.get("raw_data")
+        raw_data = get("raw_data")
         if isinstance(raw_data, dict) and raw_data.get("finish_reason") is not None:
             meta["finish_reason"] = raw_data["finish_reason"]
-        content = raw.get("content")
-        message: Json = {"role": role, "content": text_of(content), "timestamp": stamp,
-                         "metadata": meta}
+        content = get("content")
+        stamp = to_epoch(get("timestamp"))
+        # Keys equal to a field's default are left out: validation then skips them.
+        message: Json = {"role": role}
+        if content is not None:
+            message["content"] = content if type(content) is str else text_of(content)
+        if stamp is not None:
+            message["timestamp"] = stamp
         if role == "tool":
-            source_id = raw.get("id")
-            call = conv.answer(source_id, content, error=bool(raw.get("error")), ended_at=stamp)
+            source_id = get("id")
+            call = conv.answer(source_id, content, error=bool(get("error")), ended_at=stamp)
             if call is not None:
                 message["call_id"] = call["call_id"]
             else:
                 meta["tool_call_id"] = source_id
-            if raw.get("requestor") is not None:
+            if get("requestor") is not None:
                 meta["requestor"] = raw["requestor"]
-            conv.messages.append(message)
-            return
-        tool_calls = raw.get("tool_calls")
-        if tool_calls:
-            if not isinstance(tool_calls, list):
-                raise TraceFormatError(location, "tool_calls is not an array")
-            index = len(conv.messages)
-            ids = []
-            for tc in tool_calls:
-                if not isinstance(tc, dict):
-                    raise TraceFormatError(location, "a tool call is not an object")
-                requestor = tc.get("requestor") or ("user" if role == "user" else "assistant")
-                call = conv.add_call(tc.get("id"), tc.get("name"), tc.get("arguments"),
-                                     location, message_index=index, requestor=requestor,
-                                     started_at=stamp)
-                ids.append(call["call_id"])
-            message["tool_call_ids"] = ids
+        else:
+            tool_calls = get("tool_calls")
+            if tool_calls:
+                if not isinstance(tool_calls, list):
+                    raise TraceFormatError(location, "tool_calls is not an array")
+                index = len(conv.messages)
+                ids = []
+                for tc in tool_calls:
+                    if not isinstance(tc, dict):
+                        raise TraceFormatError(location, "a tool call is not an object")
+                    requestor = tc.get("requestor") or ("user" if role == "user" else "assistant")
+                    call = conv.add_call(tc.get("id"), tc.get("name"), tc.get("arguments"),
+                                         location, message_index=index, requestor=requestor,
+                                         started_at=stamp)
+                    ids.append(call["call_id"])
+                message["tool_call_ids"] = ids
+        if meta:
+            message["metadata"] = meta
         conv.messages.append(message)
