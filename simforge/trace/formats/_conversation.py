@@ -146,9 +146,8 @@ class Conversation:
             raise TraceFormatError(location, "a message is not an object")
         get = raw.get
         source_role = get("role")
-        try:
-            role = _ROLES[source_role]
-        except (KeyError, TypeError):
+        role = _ROLES.get(source_role) if type(source_role) is str else None
+        if role is None:
             role = role_of(source_role, location)  # raises, naming the role
         content = get("content")
         message: Json = {"role": role}
