@@ -12,7 +12,8 @@ transport wraps a transport in httpx.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Generator, Sequence
+import random
+from collections.abc import Callable, Generator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import simpy
@@ -83,6 +84,59 @@ class CallOutcome:
         return {"call_id": self.call_id, "name": self.tool, "ok": True, "result": self.result}
 
 
+class Capacity(simpy.Resource):
+    """A tool's concurrent slots: simpy's ``Resource``, plus a lean way in and out for a call
+    that finds a slot free with nobody queued (most calls).
+
+    simpy's way costs two events per call: a ``Request`` (allocated, scheduled, and processed
+    though nobody waits on it) and a ``Release`` (the same). :meth:`hold` takes the slot as
+    ``request()`` would, minus the event, which only a waiting process would have noticed.
+    :meth:`free` gives it back as ``release()`` does (at once) and schedules, where the
+    ``Release`` event would have been, a shared marker whose only callback is the one the
+    ``Release`` carries: queued requests are then granted at exactly the moment, and in exactly
+    the order, they were before. Calls that wait go through simpy's own events, unchanged, and
+    both kinds share ``users`` and the queue.
+    """
+
+    def __init__(self, env: simpy.Environment, capacity: int = 1) -> None:
+        super().__init__(env, capacity)
+        self._freed = _Freed(self._trigger_put)
+
+    def has_room(self) -> bool:
+        """A slot is free and nobody is queued for one: a request now would be granted."""
+        return len(self.users) < self._capacity and not self.put_queue
+
+    def hold(self, holder: object) -> None:
+        """Take a slot for ``holder`` (the caller checked that one is free and none queued)."""
+        self.users.append(holder)  # type: ignore[arg-type]
+
+    def free(self, holder: object) -> None:
+        """Give ``holder``'s slot back, as ``release()`` would."""
+        self.users.remove(holder)  # type: ignore[arg-type]
+        self._env.schedule(self._freed)  # type: ignore[arg-type]
+
+
+class _Freed:
+    """The stand-in for a processed ``Release`` in simpy's event queue: what ``Environment.step``
+    reads of an event (``callbacks``, ``_ok``), nothing more. One per resource, scheduled as
+    often as slots are freed: ``callbacks`` always answers the same callback, and the step's
+    clearing of it after use is ignored."""
+
+    __slots__ = ("_callbacks",)
+    _ok = True
+
+    def __init__(self, callback: Callable[[Any], None]) -> None:
+        self._callbacks = (callback,)
+
+    @property
+    def callbacks(self) -> tuple[Callable[[Any], None], ...]:
+        return self._callbacks
+
+    @callbacks.setter
+    def callbacks(self, _: object) -> None:
+        pass
+
+
 class CallPipeline:
     """Starts calls for a session and runs each through capacity, latency and handler."""
 
@@ -91,6 +145,9 @@ class CallPipeline:
         self.counts: dict[str, int] = {}
         self.background_counts: dict[str, int] = {}
         self._ids: set[str] = set()
+        # each tool's latency and handler streams, found once (``session.streams`` builds a key)
+        self._latency: dict[str, random.Random] = {}
+        self._handler: dict[str, random.Random] = {}
 
     def start(self, tool_name: str, args: Any, call_id: str | None) -> CallOutcome:
         session = self.session
@@ -131,17 +188,25 @@ class CallPipeline:
         if fx is not None:
             out.process = env.process(self._run(tool, out, fx))
             return
-        resource = self._resource(spec.name, spec.capacity)
-        if resource is not None and (resource.count >= resource.capacity or resource.queue):
-            out.process = env.process(self._run(tool, out, None))
-            return
-        latency = spec.latency.sample(session.streams("latency", spec.name))
-        natural = self._natural_error(tool, out)
+        resource = None
+        if spec.capacity is not None:
+            resource = session.resources.get(spec.name)
+            if resource is None:
+                resource = session.resources[spec.name] = Capacity(env, spec.capacity)
+            if not resource.has_room():
+                out.process = env.process(self._run(tool, out, None))
+                return
+        rng = self._latency.get(spec.name)
+        if rng is None:
+            rng = self._stream(self._latency, "latency", spec.name)
+        latency = spec.latency.sample(rng)
+        natural = self._natural_error(tool, out) if spec.errors.rate > 0 else None
         timeout = session.call_timeout
         if timeout is not None and latency > timeout:
             out.process = env.process(self._run(tool, out, None, (latency, natural)))
             return
-        request = resource.request() if resource is not None else None
+        if resource is not None:
+            resource.hold(out)
 
         def done(_: simpy.Event) -> None:
             out.process = None
@@ -151,20 +216,26 @@ class CallPipeline:
                 else:
                     self._execute(tool, out, None, record=True)
             finally:
-                if request is not None and resource is not None:
-                    resource.release(request)
+                if resource is not None:
+                    resource.free(out)
 
         event = env.timeout(latency)
         event.callbacks.append(done)
         out.process = event
 
-    def _resource(self, name: str, capacity: int | None) -> simpy.Resource | None:
+    def _resource(self, name: str, capacity: int | None) -> Capacity | None:
         if capacity is None:
             return None
         resource = self.session.resources.get(name)
         if resource is None:
-            resource = self.session.resources[name] = simpy.Resource(self.session.env, capacity)
+            resource = self.session.resources[name] = Capacity(self.session.env, capacity)
         return resource
+
+    def _stream(self, cache: dict[str, random.Random], kind: str, tool: str) -> random.Random:
+        rng = cache.get(tool)
+        if rng is None:
+            rng = cache[tool] = self.session.streams(kind, tool)
+        return rng
 
     def _unique_id(self, call_id: str | None) -> str:
         if call_id is None or call_id in self._ids:
@@ -215,8 +286,8 @@ class CallPipeline:
             if drawn is not None:
                 latency, natural = drawn
             else:
-                latency = spec.latency.sample(session.streams("latency", spec.name))
-                natural = self._natural_error(tool, out)
+                latency = spec.latency.sample(self._stream(self._latency, "latency", spec.name))
+                natural = self._natural_error(tool, out) if spec.errors.rate > 0 else None
             if fx is not None:
                 latency = fx.latency(latency)
                 if fx.hang is not None and deadline is not None:
@@ -297,11 +368,15 @@ class CallPipeline:
         session = self.session
         world = session.world
         now = session.env.now
+        name = tool.spec.name
+        rng = self._handler.get(name)
+        if rng is None:
+            rng = self._stream(self._handler, "handler", name)
         ctx = ToolContext(
             world,
             now,
-            session.streams("handler", tool.name),
-            tool=tool.name,
+            rng,
+            tool=name,
             call_id=out.call_id,
             call_index=out.call_index,
         )

@@ -20,7 +20,7 @@ import simpy
 from simforge.faults.background import start_background
 from simforge.faults.plan import FaultPlan
 from simforge.faults.rules import BackgroundLoad, Drift, FaultProfile
-from simforge.sim.calls import CallOutcome, CallPipeline
+from simforge.sim.calls import CallOutcome, CallPipeline, Capacity
 from simforge.sim.recorder import Recorder
 from simforge.sim.rng import Streams
 from simforge.tools.spec import Constant, LatencyModel
@@ -70,7 +70,7 @@ class Session:
         self.budgets = budgets
         # capacity queues, created on a tool's first call: a catalog of 150 tools would
         # otherwise cost most of an idle session's memory
-        self.resources: dict[str, simpy.Resource] = {}
+        self.resources: dict[str, Capacity] = {}
         self.steps = 0
         self.terminated = False
         self.truncated = False
@@ -103,11 +103,12 @@ class Session:
     ) -> list[CallOutcome]:
         """Advance by the agent's think time, then run ``calls`` concurrently until each has an
         answer (or the time budget runs out). Returns the outcomes in the order of ``calls``."""
-        if self.done:
+        if self.terminated or self.truncated:
             raise SessionClosed("the episode has ended; reset to start a new one")
         self.steps += 1
         env = self.env
-        deadline = self.budgets.max_sim_seconds
+        budgets = self.budgets
+        deadline = budgets.max_sim_seconds
         dt = think if think is not None else self.think_time.sample(self.streams("think"))
         if dt > 0:
             target = env.now + dt
@@ -116,19 +117,29 @@ class Session:
                 self._truncate("max_sim_seconds")
                 return []
             env.run(until=target)
-        outcomes = [self.pipeline.start(c.tool, c.args, c.call_id) for c in calls]
-        self.recorder.assistant_turn(text, outcomes, env.now)
-        pending = [o.process for o in outcomes if o.process is not None and o.ended_at is None]
-        if pending:
+        # plain loops, not comprehensions: each of those is a function call of its own (3.11)
+        start = self.pipeline.start
+        outcomes = []
+        for call in calls:
+            outcomes.append(start(call.tool, call.args, call.call_id))
+        recorder = self.recorder
+        recorder.assistant_turn(text, outcomes, env.now)
+        pending = []
+        for outcome in outcomes:
+            if outcome.process is not None and outcome.ended_at is None:
+                pending.append(outcome.process)
+        if len(pending) == 1:
+            run_until(env, pending[0])
+        elif pending:
             # The deadline event (one per session) stops any run it interrupts.
-            env.run(until=pending[0] if len(pending) == 1 else env.all_of(pending))
+            env.run(until=env.all_of(pending))
         for outcome in outcomes:
             if outcome.ended_at is None:
                 outcome.cancel("episode time budget exhausted", env.now)
-            self.recorder.tool_result(outcome)
+            recorder.tool_result(outcome)
         if deadline is not None and env.now >= deadline:
             self._truncate("max_sim_seconds")
-        elif self.budgets.max_steps is not None and self.steps >= self.budgets.max_steps:
+        elif budgets.max_steps is not None and self.steps >= budgets.max_steps:
             self._truncate("max_steps")
         return outcomes
 
@@ -168,3 +179,21 @@ class Session:
     def _truncate(self, reason: str) -> None:
         self.truncated = True
         self.truncation_reason = reason
+
+
+def run_until(env: simpy.Environment, event: simpy.Event) -> None:
+    """``env.run(until=event)``: steps until ``event`` has been processed. simpy's ``run`` stops
+    by raising ``StopSimulation`` from a callback it adds to the event, then puts the event back
+    in the queue, where the next run processes it once more (a no-op): an exception and an extra
+    step per call, for the same order of events. The session's deadline event (a
+    ``StopSimulation`` callback of its own) still stops the run where it did."""
+    step = env.step
+    try:
+        while event.callbacks is not None:
+            step()
+    except simpy.core.StopSimulation:
+        pass
+    except simpy.core.EmptySchedule:
+        raise RuntimeError(
+            f'No scheduled events left but "until" event was not triggered: {event}'
+        ) from None

@@ -37,6 +37,14 @@ class ToolCatalog(Mapping[str, Tool]):
     def __getitem__(self, name: str) -> Tool:
         return self._tools[name]
 
+    # the dict's own lookups: every call looks its tool up, and ``Mapping``'s versions of these
+    # two go through ``__getitem__`` and an exception when the name is unknown
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self._tools.get(name, default)
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._tools)
 

@@ -100,10 +100,12 @@ class World:
         """The row, or ``None`` when absent. Rows are shared: treat them as read-only."""
         if as_of is not None:
             return self._get_as_of(entity, id, as_of)
-        overlay = self._overlay_of(entity)
+        overlay = self._overlay.get(entity)
+        if overlay is None:
+            overlay = self._overlay_of(entity)  # raises: unknown entity
         if id in overlay:
             return overlay[id]
-        return self._base.get(entity, {}).get(id)
+        return self._base.get(entity, _NO_ROWS).get(id)
 
     def require(self, entity: str, id: str, *, as_of: float | None = None) -> Row:
         row = self.get(entity, id, as_of=as_of)

@@ -4,10 +4,13 @@ against the world at that moment; budgets truncate; same seed and actions, same 
 from __future__ import annotations
 
 import pytest
+import simpy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from simforge.sim import Budgets, CallRequest, Session, SessionClosed
+from simforge.sim import calls as calls_module
+from simforge.sim.calls import Capacity
 from simforge.tools import Constant, LogNormal
 
 
@@ -187,3 +190,101 @@ def test_same_seed_and_actions_give_an_identical_trajectory(mini_pack, seed, ste
 def test_different_seeds_give_different_timings(mini_pack):
     steps = [[("get_customer", 1, False)]] * 3
     assert _replay(mini_pack, 1, steps) != _replay(mini_pack, 2, steps)
+
+
+class SimpyCapacity(Capacity):
+    """The reference for the lean way in and out of a tool's capacity: simpy's own ``Request``
+    and ``Release`` events for every call, as the kernel used before."""
+
+    def __init__(self, env, capacity=1):
+        super().__init__(env, capacity)
+        self.requests = {}
+
+    def hold(self, holder):
+        self.requests[holder] = self.request()
+
+    def free(self, holder):
+        self.release(self.requests.pop(holder))
+
+
+def _contended(pack, seed: int, steps, capacity: int, latency, load: bool) -> str:
+    from simforge.faults import FaultProfile
+    from simforge.trace import TaskSpec
+
+    tools = dict(pack.catalog)
+    for name in ("get_customer", "upgrade_customer"):
+        tools[name] = tools[name].with_spec(capacity=capacity, latency=latency)
+    background = [
+        {
+            "kind": "load",
+            "name": "crm",
+            "tools": ["get_customer", "upgrade_customer"],
+            "rate": 3.0,
+            "args": {"customer_id": {"entity": "Customer"}},
+        }
+    ]
+    profile = FaultProfile.model_validate({"name": "p", "background": background if load else []})
+    s = Session(tools, pack.world(), seed=seed, faults=profile, call_timeout=1.0)
+    for step in steps:
+        calls = [CallRequest(name, {"customer_id": f"C-{i:04d}"}) for name, i, _ in step]
+        s.step(calls, think=0.1 * len(step))
+    return s.recorder.trajectory(
+        s, episode_id="e", scenario="mini/x-v1", task=TaskSpec(id="t")
+    ).model_dump_json() + repr((s.now, s.pipeline.background_counts))
+
+
+contended_calls = st.lists(
+    st.tuples(st.sampled_from(["get_customer", "upgrade_customer"]), st.integers(1, 9), st.just(0)),
+    min_size=1,
+    max_size=4,
+)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    seed=st.integers(0, 10**6),
+    steps=st.lists(contended_calls, min_size=1, max_size=6),
+    capacity=st.integers(1, 3),
+    latency=st.sampled_from(
+        [Constant(seconds=0.0), Constant(seconds=0.1), LogNormal(median=0.3, sigma=0.8)]
+    ),
+    load=st.booleans(),
+)
+def test_a_free_slot_is_taken_and_given_back_exactly_as_simpy_would(
+    mini_pack, monkeypatch, seed, steps, capacity, latency, load
+):
+    lean = _contended(mini_pack, seed, steps, capacity, latency, load)
+    with monkeypatch.context() as m:
+        m.setattr(calls_module, "Capacity", SimpyCapacity)
+        reference = _contended(mini_pack, seed, steps, capacity, latency, load)
+    assert lean == reference
+
+
+def _grants(kind: type[Capacity]) -> list[tuple]:
+    """Capacity 1, held by a lean holder until t=1 while a process waits for it; another event
+    at t=1, scheduled before the slot is freed, looks at the slots after the free."""
+    env = simpy.Environment()
+    slots = kind(env, 1)
+    holder = object()
+    slots.hold(holder)
+    log: list[tuple] = []
+
+    def waiter():
+        with slots.request() as req:
+            yield req
+            log.append(("granted", env.now, len(slots.users)))
+
+    env.process(waiter())
+    env.timeout(1.0).callbacks.append(lambda _: slots.free(holder))
+    env.timeout(1.0).callbacks.append(
+        lambda _: log.append(("peek", env.now, len(slots.users), len(slots.queue)))
+    )
+    env.run()
+    return log
+
+
+def test_a_freed_slot_goes_to_the_queue_when_simpys_release_would_be_processed():
+    # free at once, as release() does; the waiter is served where the Release event would be
+    assert _grants(Capacity) == _grants(SimpyCapacity) == [("peek", 1.0, 0, 1), ("granted", 1.0, 1)]
