@@ -135,18 +135,10 @@ class ServedSession:
     async def call(self, tool: str, args: Any) -> CallOutcome | None:
         """One tool-plane call: a step of its own in simulated time; the answer waits for the
         simulated latency. ``None`` when the episode ended before the call could start."""
-        if self.pending >= self.max_pending:
-            raise Problem(
-                429,
-                "too_many_pending",
-                f"session {self.id!r} has {self.pending} requests queued",
-                headers={"Retry-After": "1"},
-                retry_after=1.0,
-            )
         if self.time_scale <= 0:
-            # Virtual time: nothing below awaits, so no other request can interleave with this
-            # one and the session's lock would only cost its acquire.
-            return self._step(tool, args)
+            return self.call_now(tool, args)
+        if self.pending >= self.max_pending:
+            raise self._too_many_pending()
         self.pending += 1
         try:
             async with self.lock:
@@ -157,12 +149,31 @@ class ServedSession:
         finally:
             self.pending -= 1
 
+    def call_now(self, tool: str, args: Any) -> CallOutcome | None:
+        """:meth:`call` in virtual time (scale 0), without a coroutine: nothing in it awaits, so
+        no other request can interleave with this one and the session's lock would only cost
+        its acquire."""
+        if self.pending >= self.max_pending:
+            raise self._too_many_pending()
+        return self._step(tool, args)
+
+    def _too_many_pending(self) -> Problem:
+        return Problem(
+            429,
+            "too_many_pending",
+            f"session {self.id!r} has {self.pending} requests queued",
+            headers={"Retry-After": "1"},
+            retry_after=1.0,
+        )
+
     def _step(self, tool: str, args: Any) -> CallOutcome | None:
-        self.touch()
-        session = self.session
-        if session.done:
+        self.last_used = time.monotonic()
+        session = self.env.session
+        assert session is not None
+        if session.terminated or session.truncated:
             raise episode_ended(self)
-        outcomes = session.step([CallRequest(tool, args)], think=self.think_for_wall_clock())
+        think = self.think_for_wall_clock() if self.time_scale > 0 else 0.0
+        outcomes = session.step([CallRequest(tool, args)], think=think)
         return outcomes[0] if outcomes else None
 
     def remember(self, request_id: str, answer: Any, window: int) -> None:

@@ -61,11 +61,12 @@ def route(path: str) -> tuple[str | None, str] | None:
 
 def resolve(manager: SessionManager, session_id: str | None, tool: str) -> ServedSession:
     served = manager.get(session_id or DEFAULT_SESSION)
-    if tool not in served.session.tools:
+    tools = served.session.tools
+    if tool not in tools:
         raise Problem(
             404,
             "unknown_tool",
-            f"no tool named {tool!r}; {len(served.session.tools)} tools are available",
+            f"no tool named {tool!r}; {len(tools)} tools are available",
             errors=[{"field": "path.name", "received": tool, "expected": "a tool name"}],
         )
     return served
@@ -77,7 +78,10 @@ async def invoke(
     """Run one call on a session (shared by REST and MCP). Raises :class:`Problem` for what is
     not a call: unknown session or tool, episode over."""
     served = resolve(manager, session_id, tool)
-    outcome = await served.call(tool, args)
+    if served.time_scale <= 0:
+        outcome = served.call_now(tool, args)
+    else:
+        outcome = await served.call(tool, args)
     if outcome is None:
         raise episode_ended(served)
     return outcome
