@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import random
+from collections import deque
 from collections.abc import Callable, Generator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -144,7 +145,13 @@ class CallPipeline:
         self.session = session
         self.counts: dict[str, int] = {}
         self.background_counts: dict[str, int] = {}
+        # ids issued so far; a session whose record keeps only its last N calls (a long-lived
+        # sandbox) keeps ids unique among those N, not over every call it ever served
         self._ids: set[str] = set()
+        self._issued = 0
+        limit = session.recorder.calls.maxlen
+        self._id_window: deque[str] | None = deque() if limit is not None else None
+        self._id_limit = limit or 0
         # each tool's latency and handler streams, found once (``session.streams`` builds a key)
         self._latency: dict[str, random.Random] = {}
         self._handler: dict[str, random.Random] = {}
@@ -238,14 +245,21 @@ class CallPipeline:
         return rng
 
     def _unique_id(self, call_id: str | None) -> str:
-        if call_id is None or call_id in self._ids:
+        ids = self._ids
+        if call_id is None or call_id in ids:
             base = call_id or "call"
-            n = len(self._ids) + 1
+            n = self._issued + 1
             call_id = f"{base}_{n}"
-            while call_id in self._ids:
+            while call_id in ids:
                 n += 1
                 call_id = f"{base}_{n}"
-        self._ids.add(call_id)
+        ids.add(call_id)
+        self._issued += 1
+        window = self._id_window
+        if window is not None:
+            window.append(call_id)
+            if len(window) > self._id_limit:
+                ids.discard(window.popleft())
         return call_id
 
     # -- the process ----------------------------------------------------------------------------

@@ -121,6 +121,27 @@ def test_duplicate_call_ids_are_made_unique(mini_pack):
     assert a.call_id == "x" and b.call_id != "x"
 
 
+def test_a_sandbox_session_keeps_call_ids_unique_within_its_record_without_growing(mini_pack):
+    """A long-lived session with a bounded record remembers only the ids it still records:
+    ids stay unique among the last ``record_limit`` calls, and memory does not grow."""
+    s = session(mini_pack, record_limit=4)
+    seen = []
+    for i in range(40):
+        (out,) = s.step([CallRequest("get_customer", {"customer_id": "C-0001"}, "x" if i % 3
+                                     else None)])
+        seen.append(out.call_id)
+        assert len(set(seen[-4:])) == len(seen[-4:])
+    assert len(s.pipeline._ids) == 4
+    assert [c.call_id for c in s.recorder.calls] == seen[-4:]
+
+
+def test_an_unbounded_session_numbers_generated_ids_by_calls_issued(mini_pack):
+    s = session(mini_pack)
+    ids = [s.step([CallRequest("get_customer", {"customer_id": "C-0001"}, cid)])[0].call_id
+           for cid in (None, "x", "x", None)]
+    assert ids == ["call_1", "x", "x_3", "call_4"]
+
+
 def test_trajectory_records_every_call_with_times_and_the_world_diff(mini_pack):
     from simforge.trace import TaskSpec
 
