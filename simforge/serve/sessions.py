@@ -167,13 +167,11 @@ class ServedSession:
         )
 
     def _step(self, tool: str, args: Any) -> CallOutcome | None:
-        self.last_used = time.monotonic()
-        session = self.env.session
-        assert session is not None
-        if session.terminated or session.truncated:
+        self.touch()
+        session = self.session
+        if session.done:
             raise episode_ended(self)
-        think = self.think_for_wall_clock() if self.time_scale > 0 else 0.0
-        outcomes = session.step([CallRequest(tool, args)], think=think)
+        outcomes = session.step([CallRequest(tool, args)], think=self.think_for_wall_clock())
         return outcomes[0] if outcomes else None
 
     def remember(self, request_id: str, answer: Any, window: int) -> None:

@@ -78,10 +78,7 @@ async def invoke(
     """Run one call on a session (shared by REST and MCP). Raises :class:`Problem` for what is
     not a call: unknown session or tool, episode over."""
     served = resolve(manager, session_id, tool)
-    if served.time_scale <= 0:
-        outcome = served.call_now(tool, args)
-    else:
-        outcome = await served.call(tool, args)
+    outcome = await served.call(tool, args)
     if outcome is None:
         raise episode_ended(served)
     return outcome

@@ -12,7 +12,6 @@ transport wraps a transport in httpx.
 from __future__ import annotations
 
 import contextlib
-import random
 from collections import deque
 from collections.abc import Callable, Generator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -152,9 +151,6 @@ class CallPipeline:
         limit = session.recorder.calls.maxlen
         self._id_window: deque[str] | None = deque() if limit is not None else None
         self._id_limit = limit or 0
-        # each tool's latency and handler streams, found once (``session.streams`` builds a key)
-        self._latency: dict[str, random.Random] = {}
-        self._handler: dict[str, random.Random] = {}
 
     def start(self, tool_name: str, args: Any, call_id: str | None) -> CallOutcome:
         session = self.session
@@ -195,19 +191,12 @@ class CallPipeline:
         if fx is not None:
             out.process = env.process(self._run(tool, out, fx))
             return
-        resource = None
-        if spec.capacity is not None:
-            resource = session.resources.get(spec.name)
-            if resource is None:
-                resource = session.resources[spec.name] = Capacity(env, spec.capacity)
-            if not resource.has_room():
-                out.process = env.process(self._run(tool, out, None))
-                return
-        rng = self._latency.get(spec.name)
-        if rng is None:
-            rng = self._stream(self._latency, "latency", spec.name)
-        latency = spec.latency.sample(rng)
-        natural = self._natural_error(tool, out) if spec.errors.rate > 0 else None
+        resource = self._resource(spec.name, spec.capacity)
+        if resource is not None and not resource.has_room():
+            out.process = env.process(self._run(tool, out, None))
+            return
+        latency = spec.latency.sample(session.streams("latency", spec.name))
+        natural = self._natural_error(tool, out)
         timeout = session.call_timeout
         if timeout is not None and latency > timeout:
             out.process = env.process(self._run(tool, out, None, (latency, natural)))
@@ -237,12 +226,6 @@ class CallPipeline:
         if resource is None:
             resource = self.session.resources[name] = Capacity(self.session.env, capacity)
         return resource
-
-    def _stream(self, cache: dict[str, random.Random], kind: str, tool: str) -> random.Random:
-        rng = cache.get(tool)
-        if rng is None:
-            rng = cache[tool] = self.session.streams(kind, tool)
-        return rng
 
     def _unique_id(self, call_id: str | None) -> str:
         ids = self._ids
@@ -300,8 +283,8 @@ class CallPipeline:
             if drawn is not None:
                 latency, natural = drawn
             else:
-                latency = spec.latency.sample(self._stream(self._latency, "latency", spec.name))
-                natural = self._natural_error(tool, out) if spec.errors.rate > 0 else None
+                latency = spec.latency.sample(session.streams("latency", spec.name))
+                natural = self._natural_error(tool, out)
             if fx is not None:
                 latency = fx.latency(latency)
                 if fx.hang is not None and deadline is not None:
@@ -382,15 +365,11 @@ class CallPipeline:
         session = self.session
         world = session.world
         now = session.env.now
-        name = tool.spec.name
-        rng = self._handler.get(name)
-        if rng is None:
-            rng = self._stream(self._handler, "handler", name)
         ctx = ToolContext(
             world,
             now,
-            rng,
-            tool=name,
+            session.streams("handler", tool.name),
+            tool=tool.name,
             call_id=out.call_id,
             call_index=out.call_index,
         )

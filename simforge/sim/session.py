@@ -103,7 +103,7 @@ class Session:
     ) -> list[CallOutcome]:
         """Advance by the agent's think time, then run ``calls`` concurrently until each has an
         answer (or the time budget runs out). Returns the outcomes in the order of ``calls``."""
-        if self.terminated or self.truncated:
+        if self.done:
             raise SessionClosed("the episode has ended; reset to start a new one")
         self.steps += 1
         env = self.env

@@ -52,14 +52,7 @@ class Tool:
             raise ToolArgumentError(self.spec.name, _details(exc, self.spec.input_schema)) from None
 
     def invoke(self, ctx: ToolContext, args: Any) -> Any:
-        if type(args) is dict:
-            try:
-                parsed = self._validate(args)
-            except ValidationError:
-                parsed = self.parse_args(args)  # raises, naming each bad argument
-        else:
-            parsed = self.parse_args(args)
-        return to_jsonable(self._handler(ctx, parsed))
+        return to_jsonable(self._handler(ctx, self.parse_args(args)))
 
     def with_spec(self, **changes: Any) -> Tool:
         """The same handler under a changed spec (a pack's latency or capacity override)."""
