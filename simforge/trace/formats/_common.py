@@ -8,6 +8,7 @@ measured on the tau-bench file, pydantic's Rust validator builds the whole tree 
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any
 
@@ -19,10 +20,14 @@ from simforge.trace.errors import Location, TraceFormatError
 
 Json = dict[str, Any]
 _EPOCH_NAIVE = datetime(1970, 1, 1)
+_fromisoformat = datetime.fromisoformat
 
 
 def dumps(value: Any) -> str:
-    return orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
+    try:
+        return orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
+    except TypeError:  # an integer beyond 64 bits (documents and ijson keep them exact)
+        return json.dumps(value, default=str, ensure_ascii=False, separators=(",", ":"))
 
 
 def parse_args(value: Any) -> tuple[dict[str, Any] | None, str | None, str | None]:
@@ -83,7 +88,18 @@ def to_epoch(value: Any) -> float | None:
     Numbers are read by magnitude (s, ms, us, ns) because exporters disagree. Naive ISO times
     are taken as UTC: none of the supported formats records local time on purpose.
     """
-    if isinstance(value, str):  # first: the common case, ISO strings
+    if type(value) is str and value[4:5] == "-":
+        # The common case, an extended ISO date-time: parsed as it is, without the checks below
+        # (a dash after four characters rules out the numeric strings they look for).
+        try:
+            stamp = _fromisoformat(value)
+        except ValueError:
+            pass
+        else:
+            if stamp.tzinfo is None:
+                return (stamp - _EPOCH_NAIVE).total_seconds()
+            return stamp.timestamp()
+    if isinstance(value, str):
         text = value.strip()
         if not text:
             return None
@@ -123,6 +139,10 @@ class CallIds:
     def claim(self, source_id: Any) -> tuple[str, str | None]:
         """``(call_id, source_call_id)``; the second is set only when the id was changed."""
         self._counter += 1
+        seen = self._seen
+        if type(source_id) is str and source_id and source_id not in seen:  # the common case
+            seen.add(source_id)
+            return source_id, None
         if source_id is None or source_id == "":
             candidate = f"call_{self._counter}"
             while candidate in self._seen:
