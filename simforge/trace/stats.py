@@ -85,18 +85,23 @@ class ToolStats:
     def _parallel_ids(self, calls: list[ToolCall]) -> set[str]:
         if len(calls) < 2:
             return set()
-        batches: dict[int, list[str]] = defaultdict(list)
+        batch_sizes: dict[int, int] = {}
         timed: list[ToolCall] = []
+        indexed = 0
         for call in calls:
-            if call.message_index is not None:
-                batches[call.message_index].append(call.call_id)
+            index = call.message_index
+            if index is not None:
+                batch_sizes[index] = batch_sizes.get(index, 0) + 1
+                indexed += 1
             elif call.started_at is not None and call.ended_at is not None:
                 timed.append(call)
         out: set[str] = set()
-        for ids in batches.values():
-            if len(ids) > 1:
-                out.update(ids)
-                self.max_parallel = max(self.max_parallel, len(ids))
+        if len(batch_sizes) < indexed:  # some message issued more than one call
+            out.update(c.call_id for c in calls
+                       if c.message_index is not None and batch_sizes[c.message_index] > 1)
+            self.max_parallel = max(self.max_parallel, max(batch_sizes.values()))
+        if not timed:
+            return out
         timed.sort(key=lambda c: c.started_at or 0.0)
         active: list[ToolCall] = []
         for call in timed:

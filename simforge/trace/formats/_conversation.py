@@ -9,7 +9,6 @@ it" for every log seen so far.
 
 from __future__ import annotations
 
-from collections import deque
 from typing import Any
 
 from simforge.trace.errors import Location, TraceFormatError
@@ -48,7 +47,7 @@ class Conversation:
         self.calls: list[Json] = []
         self.ids = CallIds()
         self.error_prefix = error_prefix
-        self._pending: dict[str, deque[Json]] = {}
+        self._pending: dict[str, list[Json]] = {}
         self._pending_functions: list[Json] = []
 
     def add_message(self, message: Json) -> int:
@@ -71,7 +70,9 @@ class Conversation:
         call_id, original = self.ids.claim(source_id)
         # Keys equal to a field's default are left out: validation then skips them.
         call: Json = {"call_id": call_id, "tool": tool}
-        if arguments is not None:
+        if type(arguments) is dict:  # already an object: nothing to parse or keep raw
+            call["args"] = arguments
+        elif arguments is not None:
             args, raw_args, problem = parse_args(arguments)
             if args is not None:
                 call["args"] = args
@@ -88,14 +89,17 @@ class Conversation:
         if started_at is not None:
             call["started_at"] = started_at
         self.calls.append(call)
-        if source_id is None or source_id == "":
+        if original is None and call_id == source_id:  # a new id, as the source gave it
+            self._pending[call_id] = [call]
+        elif source_id is None or source_id == "":
             self._pending_functions.append(call)
         else:
             key = str(source_id)
             queue = self._pending.get(key)
             if queue is None:
-                self._pending[key] = queue = deque()
-            queue.append(call)
+                self._pending[key] = [call]
+            else:
+                queue.append(call)
         return call
 
     def answer(
@@ -110,10 +114,10 @@ class Conversation:
         """Attach a result to the oldest pending call with this id (or, without an id, to the
         oldest pending id-less call of that name). Returns the call, or ``None`` if orphaned."""
         call = None
-        if source_id not in (None, ""):
-            queue = self._pending.get(str(source_id))
+        if source_id is not None and source_id != "":
+            queue = self._pending.get(source_id if type(source_id) is str else str(source_id))
             if queue:
-                call = queue.popleft()
+                call = queue.pop(0)
         else:
             for i, pending in enumerate(self._pending_functions):
                 if name is None or pending["tool"] == name:
