@@ -153,3 +153,26 @@ def test_corrupted_records_never_raise_and_every_record_is_counted(data: st.Data
     assert quarantined == result.rejected
     if forced is not None and fmt != "otlp":
         assert result.records_read == len(lines), "one record per JSONL line"
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_corrupted_records_in_one_document_never_raise_and_are_counted(
+    data: st.DataObject,
+) -> None:
+    """The same corruptions inside one pretty-printed JSON array: the whole-document parser and
+    the streaming re-read after a syntax error keep the same counting rule."""
+    fmt = data.draw(st.sampled_from(sorted(set(SEEDS) - {"otlp"})))
+    count = data.draw(st.integers(1, 5))
+    lines = [_corrupt(data.draw(st.sampled_from(SEEDS[fmt])), data) for _ in range(count)]
+    lines = [line for line in lines if line.strip()]
+    body = b"[\n  " + b",\n  ".join(lines) + b"\n]\n"
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "input.json"
+        path.write_bytes(body)
+        result: IngestResult = ingest(path, format=fmt, quarantine=Path(tmp) / "q.jsonl")
+        entries = (Path(tmp) / "q.jsonl").read_bytes().splitlines() if result.rejected else []
+        quarantined = sum(orjson.loads(e).get("records", 1) for e in entries)
+    assert result.records_kept + result.rejected == result.records_read
+    assert quarantined == result.rejected
+    assert result.episodes <= result.records_kept
