@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from typing import Any
 
 from simforge.faults.kinds import (
@@ -59,34 +60,7 @@ class CallFaults:
 
     def add(self, fault: FaultKind, record: InjectedFault, params: dict[str, Any]) -> None:
         self.records.append(record)
-        if isinstance(fault, RateLimit):
-            self._reject(
-                ToolError(
-                    429,
-                    "rate_limited",
-                    f"rate limit exceeded; retry after {params['retry_after']:.3g} s",
-                    retry_after=params["retry_after"],
-                )
-            )
-        elif isinstance(fault, ErrorStatus | Outage | Flapping):
-            code, message = status_body(fault.status, getattr(fault, "message", None))
-            self._reject(ToolError(fault.status, code, message))
-        elif isinstance(fault, Latency):
-            self.latencies.append(fault)
-        elif isinstance(fault, Timeout):
-            self.hang = self.hang or fault
-        elif isinstance(fault, ConnectionReset):
-            self.reset = self.reset or fault
-        elif isinstance(fault, StaleRead):
-            self.read_lag = max(self.read_lag or 0.0, fault.lag)
-        elif isinstance(fault, WriteLag):
-            self.write_lag = max(self.write_lag or 0.0, fault.lag)
-        elif isinstance(fault, DuplicateEffect):
-            self.duplicate = True
-        elif isinstance(fault, SilentNoop):
-            self.noop = True
-        else:
-            self.results.append(fault)
+        stage_of(fault)(self, fault, params)
 
     def _reject(self, error: ToolError) -> None:
         if self.reject is None:
@@ -117,3 +91,81 @@ class CallFaults:
         seen: Any = error if error is not None else {"ok": True}
         for record in self.records:
             record.observed = seen
+
+
+Adder = Callable[[CallFaults, Any, dict[str, Any]], None]
+"""What a fired fault of one kind adds to a call's decisions: ``(decisions, fault, params)``."""
+
+
+def _rate_limited(fx: CallFaults, fault: RateLimit, params: dict[str, Any]) -> None:
+    fx._reject(
+        ToolError(
+            429,
+            "rate_limited",
+            f"rate limit exceeded; retry after {params['retry_after']:.3g} s",
+            retry_after=params["retry_after"],
+        )
+    )
+
+
+def _latency(fx: CallFaults, fault: Latency, params: dict[str, Any]) -> None:
+    fx.latencies.append(fault)
+
+
+def _hang(fx: CallFaults, fault: Timeout, params: dict[str, Any]) -> None:
+    fx.hang = fx.hang or fault
+
+
+def _reset(fx: CallFaults, fault: ConnectionReset, params: dict[str, Any]) -> None:
+    fx.reset = fx.reset or fault
+
+
+def _read_lag(fx: CallFaults, fault: StaleRead, params: dict[str, Any]) -> None:
+    fx.read_lag = max(fx.read_lag or 0.0, fault.lag)
+
+
+def _write_lag(fx: CallFaults, fault: WriteLag, params: dict[str, Any]) -> None:
+    fx.write_lag = max(fx.write_lag or 0.0, fault.lag)
+
+
+def _duplicate(fx: CallFaults, fault: DuplicateEffect, params: dict[str, Any]) -> None:
+    fx.duplicate = True
+
+
+def _noop(fx: CallFaults, fault: SilentNoop, params: dict[str, Any]) -> None:
+    fx.noop = True
+
+
+def _result(fx: CallFaults, fault: Any, params: dict[str, Any]) -> None:
+    fx.results.append(fault)
+
+
+def stage_of(fault: FaultKind) -> Adder:
+    """How a fault of this kind changes a call's decisions: found once per rule (the plan
+    keeps it), not once per fault that fires."""
+    if isinstance(fault, RateLimit):
+        return _rate_limited
+    if isinstance(fault, ErrorStatus | Outage | Flapping):
+        # the same answer every time: built once (it is only ever read, never raised)
+        code, message = status_body(fault.status, getattr(fault, "message", None))
+        error = ToolError(fault.status, code, message)
+
+        def status(fx: CallFaults, fault: Any, params: dict[str, Any]) -> None:
+            fx._reject(error)
+
+        return status
+    if isinstance(fault, Latency):
+        return _latency
+    if isinstance(fault, Timeout):
+        return _hang
+    if isinstance(fault, ConnectionReset):
+        return _reset
+    if isinstance(fault, StaleRead):
+        return _read_lag
+    if isinstance(fault, WriteLag):
+        return _write_lag
+    if isinstance(fault, DuplicateEffect):
+        return _duplicate
+    if isinstance(fault, SilentNoop):
+        return _noop
+    return _result

@@ -16,6 +16,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from simforge.faults.transforms import drift, inject, partial
 from simforge.tools.spec import Constant, LatencyModel
 
 Stage = Literal["reject", "latency", "hang", "handler", "result"]
@@ -132,8 +133,6 @@ class PartialResult(FaultKind):
     fields: list[str] = Field(default_factory=list)
 
     def apply(self, result: Any, rng: Rng) -> Any:
-        from simforge.faults.transforms import partial
-
         return partial(result, self, rng)
 
 
@@ -172,8 +171,6 @@ class SchemaDrift(FaultKind):
         return self
 
     def apply(self, result: Any, rng: Rng) -> Any:
-        from simforge.faults.transforms import drift
-
         return drift(result, self.rename, self.retype)
 
 
@@ -234,8 +231,6 @@ class PromptInjection(FaultKind):
     forbid: list[str] = Field(default_factory=list)
 
     def apply(self, result: Any, rng: Rng) -> Any:
-        from simforge.faults.transforms import inject
-
         return inject(result, f"{self.text} [ref:{self.id}]", self.field)
 
 
