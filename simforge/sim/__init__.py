@@ -1,4 +1,4 @@
-"""The kernel: Session, tool-call processes, named RNG streams, the recorder."""
+"""The kernel: Session, the call pipeline, named RNG streams, the recorder."""
 
 from simforge.sim.calls import CallOutcome, CallPipeline
 from simforge.sim.recorder import Recorder

@@ -1,10 +1,11 @@
 """The kernel: one episode in simulated time.
 
 A :class:`Session` owns a simpy Environment, a World, the tools, named RNG streams and a
-recorder. A tool call is a simpy process: it waits for the tool's capacity, then for its sampled
-latency, then runs the handler against the world at that moment. Calls issued in one step run
-concurrently in simulated time and contend for capacity; think time between steps advances the
-clock (and lets background processes run). Budgets end the episode as truncated.
+recorder. A tool call waits for the tool's capacity, then for its sampled latency, then runs the
+handler against the world at that moment (simpy events, no process per call: see
+:mod:`simforge.sim.calls`). Calls issued in one step run concurrently in simulated time and
+contend for capacity; think time between steps advances the clock (and lets background
+processes run). Budgets end the episode as truncated.
 
 The virtual clock runs as fast as the CPU allows; real-time mode is a subclass of the
 Environment (simpy's ``RealtimeEnvironment``), chosen by the caller, not a flag in here.
