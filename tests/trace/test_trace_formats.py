@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -132,3 +133,24 @@ def test_format_can_be_forced_and_a_wrong_one_rejects_records() -> None:
     assert result.episodes == 0
     assert result.rejected == result.records_read == 3
     assert "traj" in result.rejections[0].reason
+
+
+@pytest.mark.parametrize("requestor", ["system", 7, ["user"]])
+def test_a_tau2_call_from_an_unknown_requestor_is_rejected_by_name(
+    tmp_path: Path, requestor: object
+) -> None:
+    good = {"role": "assistant", "content": None, "timestamp": "2025-01-01T00:00:00",
+            "tool_calls": [{"id": "c1", "name": "get", "arguments": {}, "requestor": "user"}]}
+    bad = {**good, "tool_calls": [{**good["tool_calls"][0], "requestor": requestor}]}
+    path = tmp_path / "results.jsonl"
+    lines = [{"id": f"s{n}", "task_id": "1", "reward_info": {"reward": 1.0}, "messages": [m]}
+             for n, m in enumerate([good, bad])]
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+
+    result = ingest(path, format="tau2", keep=True)
+
+    assert (result.episodes, result.rejected) == (1, 1)
+    assert result.collected[0].tool_calls[0].requestor == "user"
+    reason = str(result.rejections[0])
+    assert "results.jsonl:2 .messages[0]" in reason
+    assert f"unknown requestor {requestor!r}" in reason

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 import orjson
 from hypothesis import HealthCheck, given, settings
@@ -20,6 +22,7 @@ from simforge.trace.episode import (
     ToolCall,
 )
 from simforge.trace.export import to_native, write_episodes
+from simforge.trace.formats._conversation import Conversation
 from simforge.trace.ingest import IngestResult, ingest, iter_episodes
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -91,8 +94,20 @@ def _seed_lines() -> list[bytes]:
                       "requestor": "assistant", "timestamp": "2025-01-01T00:00:01"}]}
     native = to_native(Episode(id="n1", source=Source(format="x"),
                                tool_calls=[ToolCall(call_id="a", tool="t")]))
+    tau_bench_like = {"task_id": 3, "trial": 0, "reward": 0.0, "info": {"task": {
+        "instruction": "cancel it"}}, "traj": [
+            {"role": "system", "content": "policy"}, {"role": "user", "content": "cancel it"},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "c1", "type": "function",
+                 "function": {"name": "get", "arguments": '{"x": 1}'}}]},
+            {"role": "tool", "tool_call_id": "c1", "name": "get", "content": '{"ok": true}'},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "c1", "type": "function",
+                 "function": {"name": "cancel", "arguments": "{not json"}}]},
+            {"role": "tool", "tool_call_id": "c1", "name": "cancel", "content": "Error: no"}]}
     return {"openai": lines, "anthropic": [orjson.dumps(a) for a in anthropic],
-            "otlp": otlp, "tau2": [orjson.dumps(tau2_like)], "native": [native]}
+            "otlp": otlp, "tau2": [orjson.dumps(tau2_like)], "native": [native],
+            "tau_bench": [orjson.dumps(tau_bench_like)]}
 
 
 SEEDS = _seed_lines()
@@ -146,13 +161,49 @@ def test_corrupted_records_never_raise_and_every_record_is_counted(data: st.Data
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "input.jsonl"
         path.write_bytes(b"\n".join(lines) + b"\n")
-        result: IngestResult = ingest(path, format=forced, quarantine=Path(tmp) / "q.jsonl")
+        result: IngestResult = ingest(path, format=forced, quarantine=Path(tmp) / "q.jsonl",
+                                      keep=True)
         entries = (Path(tmp) / "q.jsonl").read_bytes().splitlines() if result.rejected else []
         quarantined = sum(orjson.loads(e).get("records", 1) for e in entries)
+        with patch.object(Conversation, "built", _validated_instead):
+            validated = ingest(path, format=forced, keep=True)
     assert result.records_kept + result.rejected == result.records_read
     assert quarantined == result.rejected
     if forced is not None and fmt != "otlp":
         assert result.records_read == len(lines), "one record per JSONL line"
+    assert_same_as_validated(result.collected, validated.collected)
+    assert (result.records_kept, result.rejected) == (validated.records_kept, validated.rejected)
+
+
+def _validated_instead(conv: Conversation) -> tuple[list[Any], list[Any]]:
+    """``Conversation.built`` replaced: the dicts go through pydantic's validation instead."""
+    return conv.messages, conv.calls
+
+
+def assert_same_as_validated(built: list[Episode], validated: list[Episode]) -> None:
+    """Models that adapters build without validating them again (``Conversation.built``) are
+    exactly what validating the same dicts gives: values, types, defaults, set fields."""
+    assert len(built) == len(validated)
+    for ours, theirs in zip(built, validated, strict=True):
+        assert ours == theirs
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a value of the wrong type warns when serialised
+            assert ours.model_dump_json() == theirs.model_dump_json()
+        pairs = zip([*ours.messages, *ours.tool_calls], [*theirs.messages, *theirs.tool_calls],
+                    strict=True)
+        for model, reference in pairs:
+            assert type(model) is type(reference)
+            assert model.model_fields_set == reference.model_fields_set
+            assert repr(model) == repr(reference)
+
+
+def test_models_built_without_validation_are_the_validated_ones_on_the_fixtures() -> None:
+    paths = [FIXTURES, Path(__file__).parents[2] / "examples" / "traces"]
+    built = ingest(paths, keep=True)
+    with patch.object(Conversation, "built", _validated_instead):
+        validated = ingest(paths, keep=True)
+    assert {"openai", "tau_bench", "tau2"} & set(built.formats)
+    assert_same_as_validated(built.collected, validated.collected)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -176,3 +227,15 @@ def test_corrupted_records_in_one_document_never_raise_and_are_counted(
     assert result.records_kept + result.rejected == result.records_read
     assert quarantined == result.rejected
     assert result.episodes <= result.records_kept
+
+
+def test_models_built_without_validation_are_the_validated_ones_on_real_traces(
+    shared_data: Path,
+) -> None:
+    paths = [shared_data / "tau2-bench" / "results",
+             shared_data / "tau-bench" / "historical_trajectories" / "gpt-4o-airline.json"]
+    built = ingest(paths, keep=True)
+    with patch.object(Conversation, "built", _validated_instead):
+        validated = ingest(paths, keep=True)
+    assert built.episodes == validated.episodes == 340
+    assert_same_as_validated(built.collected, validated.collected)

@@ -11,8 +11,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from simforge.trace.episode import Message, ToolCall
 from simforge.trace.errors import Location, TraceFormatError
-from simforge.trace.formats._common import CallIds, Json, parse_args, parse_result, text_of
+from simforge.trace.formats._common import (
+    CallIds,
+    Json,
+    Trusted,
+    parse_args,
+    parse_result,
+    text_of,
+)
 
 _ROLES = {
     "system": "system",
@@ -29,6 +37,12 @@ _OPENAI_KEYS = frozenset(
 )
 _RENAMED_ROLES = frozenset({"developer", "function", "human", "ai"})
 """Source roles that map to another role: the original is kept as ``source_role``."""
+
+
+_message = Trusted(Message)
+_call = Trusted(ToolCall)
+REQUESTORS = ("assistant", "user", "environment")
+"""The values of ``ToolCall.requestor``: an adapter that passes a source's own checks it."""
 
 
 def role_of(value: Any, location: Location) -> str:
@@ -205,6 +219,18 @@ class Conversation:
                 message["tool_call_ids"] = ids
         self.messages.append(message)
 
+    def built(self) -> tuple[list[Message], list[ToolCall]]:
+        """The messages and calls as models, built without validating them a second time.
+
+        Every value in them was checked or made by this class: roles come from the role table,
+        texts from ``text_of``, arguments from ``parse_args``, results from ``parse_result``,
+        ids from :class:`CallIds`, message indexes from ``len``, and times are what the adapter
+        passed, which ``to_epoch`` made. An adapter may use this only if what it adds to the
+        dicts itself keeps to that (tau2 and tau-bench check the requestor they pass; OpenAI
+        adds nothing); the others hand the dicts to ``validate_episode``.
+        """
+        return [_message(m) for m in self.messages], [_call(c) for c in self.calls]
+
     def user_turns(self) -> list[str]:
         return [m["content"] for m in self.messages if m["role"] == "user" and m.get("content")]
 
@@ -216,11 +242,13 @@ def conversation_episode(
     *,
     episode_id: Any = None,
     metadata: Json | None = None,
+    built: bool = False,
 ) -> Json:
     """The episode dict of a plain conversation log (no task, no outcome of its own).
 
     Without an id in the record, the file name plus the record's position names the episode,
-    which is unique within a run and stable across runs.
+    which is unique within a run and stable across runs. ``built`` hands over the messages and
+    calls as models (see :meth:`Conversation.built`), for adapters that add nothing of their own.
     """
     from pathlib import PurePath
 
@@ -231,6 +259,7 @@ def conversation_episode(
         episode_id = f"{PurePath(location.path).stem}:{label or 'doc'}"
     system = next((m.get("content") for m in conv.messages if m["role"] == "system"), None)
     turns = conv.user_turns()
+    messages, calls = conv.built() if built else (conv.messages, conv.calls)
     return {
         "id": str(episode_id),
         "source": {"format": fmt, "path": location.path, "record": label},
@@ -239,8 +268,8 @@ def conversation_episode(
             "user_turns": turns,
             "metadata": {"system": system} if system else {},
         },
-        "messages": conv.messages,
-        "tool_calls": conv.calls,
+        "messages": messages,
+        "tool_calls": calls,
         "metadata": metadata or {},
     }
 

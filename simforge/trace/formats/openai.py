@@ -112,7 +112,7 @@ class OpenAIFormat(FormatAdapter):
             except TraceFormatError as exc:
                 raise TraceFormatError(location.child(f".messages[{i}]"), exc.reason) from None
         data = conversation_episode(conv, self.name, location, episode_id=episode_id,
-                                    metadata=meta)
+                                    metadata=meta, built=True)
         return (validate_episode(data, location),)
 
 

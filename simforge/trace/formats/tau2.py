@@ -26,7 +26,7 @@ from simforge.trace.formats._common import (
     to_epoch,
     validate_episode,
 )
-from simforge.trace.formats._conversation import Conversation, role_of
+from simforge.trace.formats._conversation import REQUESTORS, Conversation, role_of
 from simforge.trace.reader import Document, Record
 from simforge.trace.registry import FormatAdapter, register_format
 
@@ -108,6 +108,7 @@ class Tau2Format(FormatAdapter):
         labels.pop("reward", None)
         if termination is not None:
             labels["termination_reason"] = termination
+        messages, calls = conv.built()
         data = {
             "id": str(sim.get("id") or f"{task_id}-{sim.get('trial')}"),
             "source": {"format": self.name, "path": location.path,
@@ -118,8 +119,8 @@ class Tau2Format(FormatAdapter):
                 "user_turns": conv.user_turns(),
                 "metadata": {k: v for k, v in task.items() if k != "id"},
             },
-            "messages": conv.messages,
-            "tool_calls": conv.calls,
+            "messages": messages,
+            "tool_calls": calls,
             "outcome": {
                 "reward": reward if isinstance(reward, int | float) else None,
                 "success": (reward >= 1.0) if isinstance(reward, int | float) else None,
@@ -166,6 +167,9 @@ class Tau2Format(FormatAdapter):
                     if not isinstance(tc, dict):
                         raise TraceFormatError(location, "a tool call is not an object")
                     requestor = tc.get("requestor") or ("user" if role == "user" else "assistant")
+                    if requestor not in REQUESTORS:
+                        raise TraceFormatError(location, f"unknown requestor {requestor!r} of a "
+                                               f"tool call (expected one of {REQUESTORS})")
                     call = conv.add_call(tc.get("id"), tc.get("name"), tc.get("arguments"),
                                          location, message_index=index, requestor=requestor,
                                          started_at=stamp)

@@ -56,6 +56,7 @@ class TauBenchFormat(FormatAdapter):
                          if k not in ("task_id", "trial", "reward", "info", "traj")})
         if trial is not None:
             metadata["trial"] = trial
+        messages, calls = conv.built()
         data = {
             "id": f"task-{task_id}-trial-{trial}" if trial is not None else f"task-{task_id}",
             "source": {"format": self.name, "path": location.path,
@@ -66,8 +67,8 @@ class TauBenchFormat(FormatAdapter):
                 "user_turns": conv.user_turns(),
                 "metadata": {k: v for k, v in task.items() if k != "instruction"},
             },
-            "messages": conv.messages,
-            "tool_calls": conv.calls,
+            "messages": messages,
+            "tool_calls": calls,
             "outcome": {
                 "reward": reward if isinstance(reward, int | float) else None,
                 "success": (reward >= 1.0) if isinstance(reward, int | float) else None,
