@@ -16,10 +16,10 @@ from simforge.trace.errors import Location, TraceFormatError
 from simforge.trace.formats._common import (
     CallIds,
     Json,
-    Trusted,
     parse_args,
     parse_result,
     text_of,
+    trusted,
 )
 
 _ROLES = {
@@ -39,8 +39,8 @@ _RENAMED_ROLES = frozenset({"developer", "function", "human", "ai"})
 """Source roles that map to another role: the original is kept as ``source_role``."""
 
 
-_message = Trusted(Message)
-_call = Trusted(ToolCall)
+_message = trusted(Message)
+_call = trusted(ToolCall)
 REQUESTORS = ("assistant", "user", "environment")
 """The values of ``ToolCall.requestor``: an adapter that passes a source's own checks it."""
 
