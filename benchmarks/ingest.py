@@ -6,9 +6,11 @@ Inputs are the real traces of ../shared/data (four tau2 results files and the ta
 trajectories): as they are (1x, JSON documents), re-written as JSONL (1x), repeated ten times as
 JSONL (10x), and the tau-bench file repeated ten times as one 41 MB JSON array (above the
 whole-document limit, so it is streamed with ijson). Throughput is the best of ``--repeat``
-runs in this process; ``json.loads`` and ``orjson.loads`` parse exactly the same bytes (each
-line for JSONL, each file for documents). Peak memory is the max RSS of a fresh subprocess that
-only ingests the input, reported with its growth over the same process right before ingesting.
+rounds in this process, in each of which ``json.loads``, ``orjson.loads`` and ingestion take
+turns, each timed run right after an untimed one of its own; the parsers parse exactly the same
+bytes (each line for JSONL, each file for documents). Peak memory is the max RSS of a fresh
+subprocess that only ingests the input, reported with its growth over the same process right
+before ingesting.
 """
 
 from __future__ import annotations
@@ -58,13 +60,19 @@ def write_jsonl(base: Path, sources: dict[str, list[bytes]], times: int) -> list
     return paths
 
 
-def best(fn: Callable[[], object], repeat: int) -> float:
-    times = []
+def best_of(contenders: dict[str, Callable[[], object]], repeat: int) -> dict[str, float]:
+    """The best time of each contender over ``repeat`` rounds. The contenders take turns in
+    every round, so that a slow spell of a shared machine hits all of them, and each timed run
+    follows an untimed one of the same contender, so that none inherits the caches, heap or
+    collector state that another left behind."""
+    times: dict[str, list[float]] = {name: [] for name in contenders}
     for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+        for name, fn in contenders.items():
+            fn()
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return {name: min(values) for name, values in times.items()}
 
 
 def parse_all(paths: list[Path], loads: Callable[[bytes], object]) -> Callable[[], None]:
@@ -112,10 +120,10 @@ def peak_memory(paths: list[Path]) -> tuple[float, float]:
 
 def measure(label: str, paths: list[Path], repeat: int) -> dict[str, object]:
     size = sum(p.stat().st_size for p in paths) / 1e6
-    t_json = best(parse_all(paths, json.loads), repeat)
-    t_orjson = best(parse_all(paths, orjson.loads), repeat)
     result = ingest(paths)
-    t_ingest = best(lambda: ingest(paths), repeat)
+    best = best_of({"json": parse_all(paths, json.loads), "orjson": parse_all(paths, orjson.loads),
+                    "ingest": lambda: ingest(paths)}, repeat)
+    t_json, t_orjson, t_ingest = best["json"], best["orjson"], best["ingest"]
     peak, growth = peak_memory(paths)
     return {
         "input": label, "MB": size, "episodes": result.episodes,
@@ -158,6 +166,7 @@ def main() -> None:
         big_array = base / "tau_bench_x10.json"
         items = orjson.loads((args.data / TAU_BENCH).read_bytes())
         big_array.write_bytes(orjson.dumps(items * 10))
+        del items, sources  # not alive while measuring: the collector would walk them
         rows.append(measure("real files (1x, JSON documents)", real_files(args.data),
                             args.repeat))
         rows.append(measure("same records as JSONL (1x)", one, args.repeat))
