@@ -20,7 +20,7 @@ from simforge.faults.effects import CallFaults, stage_of
 from simforge.faults.kinds import Flapping, RateLimit
 from simforge.faults.rules import FaultProfile, FaultRule, When
 from simforge.tools.spec import ToolSpec
-from simforge.trace.episode import InjectedFault
+from simforge.trace.episode import InjectedFault, trusted
 
 
 class _Bucket:
@@ -43,6 +43,7 @@ class _Bucket:
 
 
 _ALWAYS_OPEN = When()
+_record = trusted(InjectedFault)
 _NO_PARAMS: dict[str, Any] = {}  # the parameters a fault adds to its rule's: most add none
 
 
@@ -125,17 +126,17 @@ class FaultPlan:
                     continue
             if faults is None:
                 faults = CallFaults(f"{self.seed}\x1ffault\x1f{spec.name}\x1f{call_index}")
-            # built from validated parts, so construct without re-validating (hot path)
-            record = InjectedFault.model_construct(
-                kind=c.kind,
-                tool=spec.name,
-                call_id=call_id,
-                call_index=call_index,
-                sim_time=now,
-                rule=rule.id,
-                params={**c.params, **params} if params else dict(c.params),
-                observed=None,
-            )
+            # built from validated parts, so not validated again (hot path)
+            record = _record({
+                "kind": c.kind,
+                "tool": spec.name,
+                "call_id": call_id,
+                "call_index": call_index,
+                "sim_time": now,
+                "rule": rule.id,
+                "params": {**c.params, **params} if params else dict(c.params),
+                "observed": None,
+            })
             faults.records.append(record)
             c.add(faults, fault, params)
         return faults

@@ -11,7 +11,8 @@ de-duplicate ids that a source reused and keep the original in ``source_call_id`
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -162,3 +163,53 @@ class Episode(_Model):
 
 Trajectory = Episode
 """A simulated run is an Episode whose ``simulation`` record is filled in."""
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def trusted(model: type[M]) -> Callable[[dict[str, Any]], M]:
+    """A builder of ``model`` from a dict whose every value already has its field's type, that
+    does not validate it again: what pydantic's ``model_construct`` is for, which takes about
+    50 us a message in pydantic 2.14 where this takes a dict merge (validation takes 0.8 us).
+
+    Only for dicts that simforge's own code builds field by field from values whose type it has
+    checked or made: the messages and calls of :meth:`Conversation.built
+    <simforge.trace.formats._conversation.Conversation.built>`, the fault records of
+    :class:`~simforge.faults.plan.FaultPlan`. The result is the model that validation would
+    give: the same values, defaults and ``model_fields_set`` (the tests compare both on every
+    real trace, fixture and fuzzed record).
+    """
+    fields = model.model_fields
+    defaults = {
+        name: None if field.default_factory is not None else field.default
+        for name, field in fields.items()
+    }
+    factories = tuple(
+        (name, field.default_factory)
+        for name, field in fields.items()
+        if field.default_factory is not None
+    )
+
+    def build(data: dict[str, Any]) -> M:
+        values = {**defaults, **data}
+        for name, factory in factories:
+            if name not in data:
+                values[name] = factory()  # type: ignore[call-arg]
+        built = _new(model)
+        _set_dict(built, values)
+        _set_fields_set(built, set(data))
+        _set_extra(built, None)
+        _set_private(built, None)
+        return built
+
+    return build
+
+
+# BaseModel's slots, set through their descriptors as model_construct does (one lookup each
+# here rather than one per call through object.__setattr__)
+_new = object.__new__
+_set_dict = BaseModel.__dict__["__dict__"].__set__
+_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
+

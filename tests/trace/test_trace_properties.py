@@ -14,12 +14,14 @@ from hypothesis import strategies as st
 
 from simforge.trace.episode import (
     Episode,
+    InjectedFault,
     Message,
     Outcome,
     SimulationRecord,
     Source,
     TaskSpec,
     ToolCall,
+    trusted,
 )
 from simforge.trace.export import to_native, write_episodes
 from simforge.trace.formats._conversation import Conversation
@@ -239,3 +241,26 @@ def test_models_built_without_validation_are_the_validated_ones_on_real_traces(
         validated = ingest(paths, keep=True)
     assert built.episodes == validated.episodes == 340
     assert_same_as_validated(built.collected, validated.collected)
+
+
+injected = st.builds(
+    InjectedFault, kind=st.sampled_from(["latency", "timeout"]), tool=text,
+    call_id=st.none() | text, call_index=st.integers(0, 10**6), sim_time=st.floats(0, 1e6),
+    rule=st.none() | text, params=json_object, observed=json_value,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(messages, tool_calls, injected), st.data())
+def test_a_trusted_build_is_what_validation_gives(model: Any, data: st.DataObject) -> None:
+    """``trusted`` (no second validation) against ``model_validate`` of the same fields, any
+    subset of them given: values, defaults, set fields and field order."""
+    given_fields = data.draw(st.sets(st.sampled_from(sorted(type(model).model_fields))))
+    required = {n for n, f in type(model).model_fields.items() if f.is_required()}
+    fields = {name: getattr(model, name) for name in sorted(given_fields | required)}
+    built = trusted(type(model))(dict(fields))
+    reference = type(model).model_validate(dict(fields))
+    assert built == reference
+    assert built.model_fields_set == reference.model_fields_set == set(fields)
+    assert repr(built) == repr(reference)
+    assert built.model_dump_json() == reference.model_dump_json()

@@ -9,18 +9,16 @@ measured on the tau-bench file, pydantic's Rust validator builds the whole tree 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 
 import orjson
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from simforge.trace.episode import Episode
 from simforge.trace.errors import Location, TraceFormatError
 
 Json = dict[str, Any]
-M = TypeVar("M", bound=BaseModel)
 _EPOCH_NAIVE = datetime(1970, 1, 1)
 _fromisoformat = datetime.fromisoformat
 
@@ -172,52 +170,6 @@ def record_label(location: Location) -> str:
     if location.index is not None:
         return f"[{location.index}]"
     return ""
-
-
-def trusted(model: type[M]) -> Callable[[Json], M]:
-    """A builder of ``model`` from a dict whose every value already has its field's type, that
-    does not validate it again: what pydantic's ``model_construct`` is for, which takes about
-    50 us a message in pydantic 2.14 where this takes a dict merge (validation takes 0.8 us).
-
-    Only for dicts that simforge's own code builds field by field from values whose type it has
-    checked or made (see :meth:`Conversation.built
-    <simforge.trace.formats._conversation.Conversation.built>`). The result is the model that
-    validation would give: the same values, defaults and ``model_fields_set``; the tests compare
-    both on every real trace, fixture and fuzzed record.
-    """
-    fields = model.model_fields
-    defaults = {
-        name: None if field.default_factory is not None else field.default
-        for name, field in fields.items()
-    }
-    factories = tuple(
-        (name, field.default_factory)
-        for name, field in fields.items()
-        if field.default_factory is not None
-    )
-
-    def build(data: Json) -> M:
-        values = {**defaults, **data}
-        for name, factory in factories:
-            if name not in data:
-                values[name] = factory()  # type: ignore[call-arg]
-        built = _new(model)
-        _set_dict(built, values)
-        _set_fields_set(built, set(data))
-        _set_extra(built, None)
-        _set_private(built, None)
-        return built
-
-    return build
-
-
-# BaseModel's slots, set through their descriptors as model_construct does (one lookup each
-# here rather than one per call through object.__setattr__)
-_new = object.__new__
-_set_dict = BaseModel.__dict__["__dict__"].__set__
-_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
-_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
-_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 
 
 def validate_episode(data: Json, location: Location) -> Episode:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from simforge.trace.episode import Message, ToolCall
+from simforge.trace.episode import Message, ToolCall, trusted
 from simforge.trace.errors import Location, TraceFormatError
 from simforge.trace.formats._common import (
     CallIds,
@@ -19,7 +19,6 @@ from simforge.trace.formats._common import (
     parse_args,
     parse_result,
     text_of,
-    trusted,
 )
 
 _ROLES = {
