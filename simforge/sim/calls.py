@@ -263,13 +263,20 @@ class CallPipeline:
         natural: ToolError | None,
         release: Callable[[], object] | None,
     ) -> Generator[simpy.Event, Any, None]:
-        """The server keeps working after the client gave up: the effect lands, unseen."""
-        env = self.session.env
+        """The server keeps working after the client gave up: the effect lands, unseen (or
+        when the episode ends, if that comes first: :meth:`Session.commit_later`)."""
+        session = self.session
+        env = session.env
+        key = None
+        if natural is None:
+            key = session.commit_later(
+                at, lambda now: self._execute(tool, out, None, record=False, now=now)
+            )
         try:
             if at > env.now:
                 yield env.timeout(at - env.now)
-            if natural is None:
-                self._execute(tool, out, None, record=False)
+            if key is not None:
+                session.land(key)
         finally:
             if release is not None:
                 release()
@@ -297,11 +304,20 @@ class CallPipeline:
         return ToolError(model.status, "unavailable", model.message)
 
     def _execute(
-        self, tool: Tool, out: CallOutcome, fx: CallFaults | None, *, record: bool
+        self,
+        tool: Tool,
+        out: CallOutcome,
+        fx: CallFaults | None,
+        *,
+        record: bool,
+        now: float | None = None,
     ) -> None:
+        """Run the handler against the world at ``now`` (the simulated time unless a committed
+        effect lands at its own time when the episode ends)."""
         session = self.session
         world = session.world
-        now = session.env.now
+        if now is None:
+            now = session.env.now
         ctx = ToolContext(
             world,
             now,
@@ -348,12 +364,18 @@ class CallPipeline:
         world.restore(snapshot)
         if fx.noop or not written or fx.write_lag is None:
             return
-        env = self.session.env
+        session = self.session
+        env = session.env
+
+        def put(now: float) -> None:
+            for version in written:
+                world.put(version.entity, version.id, version.row, now=now)
+
+        key = session.commit_later(env.now + fx.write_lag, put)
 
         def land(delay: float) -> Generator[simpy.Event, Any, None]:
             yield env.timeout(delay)
-            for version in written:
-                world.put(version.entity, version.id, version.row, now=env.now)
+            session.land(key)
 
         env.process(land(fx.write_lag))
 

@@ -78,6 +78,8 @@ class Session:
         self.truncation_reason: str | None = None
         self.final_answer: str | None = None
         self.invalid_reason: str | None = None
+        self._committed: dict[int, tuple[float, Callable[[float], object]]] = {}
+        self._commits = 0
         self.pipeline = pipeline_factory(self)
         self.fault_profile = faults.name if faults is not None else "none"
         self.plan = FaultPlan(faults, seed) if faults is not None and faults.rules else None
@@ -154,6 +156,7 @@ class Session:
         self.final_answer = answer
         self.terminated = True
         self.recorder.final_answer(answer, self.env.now)
+        self._settle()
 
     def call(self, tool: str, args: Any, *, think: float = 0.0) -> CallOutcome:
         """One call in its own step: a convenience for scripts and tests."""
@@ -180,6 +183,33 @@ class Session:
     def _truncate(self, reason: str) -> None:
         self.truncated = True
         self.truncation_reason = reason
+        self._settle()
+
+    # -- effects the world accepted that land later --------------------------------------------
+
+    def commit_later(self, at: float, effect: Callable[[float], object]) -> int:
+        """Register an effect the world has already accepted that lands at simulated time
+        ``at``: a lagged write, the server side of a call its client gave up on. ``effect(now)``
+        applies it; :meth:`land` runs it when its time comes. If the episode ends first, it
+        lands then, stamped with its own time: an episode is scored on the world its actions
+        leave behind, which holds every write already acknowledged, however late it lands."""
+        key = self._commits
+        self._commits += 1
+        self._committed[key] = (at, effect)
+        return key
+
+    def land(self, key: int) -> None:
+        """Apply a committed effect now, once (a settled one is not applied again)."""
+        entry = self._committed.pop(key, None)
+        if entry is not None:
+            entry[1](self.env.now)
+
+    def _settle(self) -> None:
+        """The episode ended: what is still committed lands, in the order it was due."""
+        pending = sorted(self._committed.items(), key=lambda item: (item[1][0], item[0]))
+        self._committed.clear()
+        for _key, (at, effect) in pending:
+            effect(max(at, self.env.now))
 
 
 def run_until(env: simpy.Environment, event: simpy.Event) -> None:

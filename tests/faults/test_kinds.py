@@ -183,6 +183,15 @@ def test_write_lag_acknowledges_now_and_lands_later(make_session):
     assert s.world.get("Customer", "C-0003")["tier"] == "gold"
 
 
+def test_a_lagged_write_still_pending_lands_when_the_episode_ends(make_session):
+    s, o = one(make_session, {"kind": "write_lag", "lag": 20}, upgrade(3))
+    assert o.ok and s.world.get("Customer", "C-0003")["tier"] == "standard"
+    s.finish("upgraded", think=1.0)
+    assert s.world.get("Customer", "C-0003")["tier"] == "gold"
+    assert s.world.get("Customer", "C-0003", as_of=o.ended_at + 19.9)["tier"] == "standard"
+    assert [c.id for c in s.world.diff()] == ["C-0003"]
+
+
 def test_schema_drift_renames_and_retypes(make_session):
     _, o = one(
         make_session,

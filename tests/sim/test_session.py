@@ -92,6 +92,33 @@ def test_a_write_that_times_out_still_lands_later(mini_pack):
     assert s.world.get("Customer", "C-0001")["tier"] == "gold"
 
 
+def test_a_timed_out_write_still_pending_lands_when_the_episode_ends(mini_pack):
+    """An episode is scored on the world its actions leave behind: the server side of a call
+    the client gave up on lands, at its own time, even when the agent answers first."""
+    tools = dict(mini_pack.catalog)
+    tools["upgrade_customer"] = tools["upgrade_customer"].with_spec(latency=Constant(seconds=8.0))
+    s = Session(tools, mini_pack.world(), call_timeout=5.0)
+    (o,) = s.step([CallRequest("upgrade_customer", {"customer_id": "C-0001"})])
+    assert o.error["code"] == "timeout"
+    s.finish("I could not upgrade the customer", think=0.0)
+    assert s.now == 5.0
+    assert s.world.get("Customer", "C-0001")["tier"] == "gold"
+    (change,) = s.world.diff()
+    assert (change.entity, change.id) == ("Customer", "C-0001")
+    assert s.world.get("Customer", "C-0001", as_of=7.9)["tier"] == "standard"
+    assert s.world.get("Customer", "C-0001", as_of=8.0)["tier"] == "gold"
+
+
+def test_a_pending_write_lands_once_however_the_episode_ends(mini_pack):
+    tools = dict(mini_pack.catalog)
+    tools["upgrade_customer"] = tools["upgrade_customer"].with_spec(latency=Constant(seconds=8.0))
+    s = Session(tools, mini_pack.world(), call_timeout=5.0, budgets=Budgets(max_steps=2))
+    s.step([CallRequest("upgrade_customer", {"customer_id": "C-0001"})])
+    s.step([get(1)], think=10.0)  # landed in the simulation, then the step budget ends it
+    assert s.truncated
+    assert len(s.world.diff()) == 1 and len(s.world.log_since(0)) == 1
+
+
 def test_unknown_tools_and_bad_arguments_are_answers_not_crashes(mini_pack):
     s = session(mini_pack)
     unknown, bad = s.step(

@@ -154,13 +154,21 @@ class ProcessPipeline(CallPipeline):
     def _finish_late_ref(
         self, tool: Tool, out: CallOutcome, at: float, natural: ToolError | None, request: Any
     ) -> Generator[simpy.Event, Any, None]:
-        """The server keeps working after the client gave up: the effect lands, unseen."""
-        env = self.session.env
+        """The server keeps working after the client gave up: the effect lands, unseen (or
+        when the episode ends first: the commit is the session's, not the call path's, so the
+        reference registers it as the pipeline does)."""
+        session = self.session
+        env = session.env
+        key = None
+        if natural is None:
+            key = session.commit_later(
+                at, lambda now: self._execute(tool, out, None, record=False, now=now)
+            )
         try:
             if at > env.now:
                 yield env.timeout(at - env.now)
-            if natural is None:
-                self._execute(tool, out, None, record=False)
+            if key is not None:
+                session.land(key)
         finally:
             if request is not None:
                 self.session.resources[tool.name].release(request)
