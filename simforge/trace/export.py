@@ -19,6 +19,7 @@ from typing import Any, BinaryIO, Literal
 import orjson
 
 from simforge.trace.episode import Episode, ToolCall
+from simforge.trace.formats._common import dumps
 
 ExportFormat = Literal["native", "openai"]
 
@@ -31,7 +32,7 @@ def to_native(episode: Episode) -> bytes:
 def _arguments(call: ToolCall) -> str:
     if call.raw_args is not None:
         return call.raw_args
-    return orjson.dumps(call.args if call.args is not None else {}).decode()
+    return dumps(call.args if call.args is not None else {})
 
 
 def _result_text(call: ToolCall) -> str:
@@ -41,7 +42,7 @@ def _result_text(call: ToolCall) -> str:
         return call.error or ""
     if isinstance(call.result, str):
         return call.result
-    return orjson.dumps(call.result, default=str).decode()
+    return dumps(call.result)
 
 
 def to_openai(episode: Episode) -> dict[str, Any]:

@@ -3,13 +3,12 @@
 Why two paths for JSON documents: a whole document is parsed about twice as fast as ijson
 streams it, so a document up to ``WHOLE_DOCUMENT_LIMIT`` bytes is parsed in one go (the memory
 that costs is bounded by the limit), and anything larger is streamed item by item with ijson's C
-backend, so memory stays flat however large the file grows. Whole documents are parsed with
-msgspec rather than orjson: on pretty-printed files, as benchmark results usually are, it is
-12-35% faster (the real traces of ``benchmarks/ingest.py``), while on the compact records of
-JSON Lines orjson stays ahead and keeps that job. Both give the same values, except that
-msgspec keeps integers beyond 64 bits exact (as ijson does) where orjson rounds them to floats.
-JSON Lines are always read line by line. Gzip is recognised by its magic bytes, not by the file
-name.
+backend, so memory stays flat however large the file grows. Both whole documents and JSON Lines
+are parsed with orjson. (msgspec parses pretty-printed documents 12-35% faster, but it keeps
+integers beyond 64 bits exact where orjson rounds them to floats, and code downstream that
+serialises with orjson then fails on them; the gain, 3% of ingestion, is not worth two
+behaviours.) JSON Lines are always read line by line. Gzip is recognised by its magic bytes,
+not by the file name.
 
 The layout comes from the content (see ``detect.sniff_layout``); only a ``.jsonl``/``.ndjson``
 name overrides it, for files whose content cannot tell. A document that does not parse is
@@ -27,13 +26,10 @@ from collections.abc import Iterator
 from typing import IO, Any, Final
 
 import ijson
-import msgspec
 import orjson
 
 from simforge.trace.detect import Layout, skeleton, sniff_layout
 from simforge.trace.errors import Location, TraceFormatError
-
-_decode_document = msgspec.json.Decoder().decode
 
 WHOLE_DOCUMENT_LIMIT = 16 * 1024 * 1024
 """JSON documents up to this many (uncompressed) bytes are parsed whole with orjson."""
@@ -189,10 +185,10 @@ class Document:
                 self._loaded = _TOO_BIG
             else:
                 try:
-                    self._loaded = _decode_document(data)
-                except (msgspec.DecodeError, RecursionError) as exc:  # RecursionError: nesting
+                    self._loaded = orjson.loads(data)
+                except orjson.JSONDecodeError as exc:
                     self._loaded = _BROKEN
-                    self.load_error = f"invalid JSON: {exc or 'nested too deeply'}"
+                    self.load_error = f"invalid JSON: {exc}"
         if self._loaded is _TOO_BIG or self._loaded is _BROKEN:
             return None
         return self._loaded

