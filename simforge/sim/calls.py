@@ -571,7 +571,11 @@ class _StagedCall:
         then gives the slot back."""
         pipeline = self.pipeline
         out = self.out
-        pipeline._answer(out, self.fx, _timeout_error(self.tool.spec.name, self.timeout))
+        try:
+            pipeline._answer(out, self.fx, _timeout_error(self.tool.spec.name, self.timeout))
+        except BaseException:
+            self._release()  # as the process's ``finally`` would
+            raise
         release = self._release if self.resource is not None else None
         pipeline.session.env.process(
             pipeline._finish_late(
