@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from simforge.paths import resource_dirs
+from simforge.synth.pack_files import MANIFEST
 from simforge.tools.pack import Pack
 
 _lock = threading.RLock()
@@ -82,7 +83,7 @@ def find_pack_dir(ref: str, *, relative_to: Path | None = None) -> Path:
         candidates.append(as_path)
     candidates.extend(d / ref for d in resource_dirs("tools_mock"))
     for candidate in candidates:
-        if (candidate / "pack.py").is_file() or (candidate / "pack.yaml").is_file():
+        if (candidate / "pack.py").is_file() or (candidate / MANIFEST).is_file():
             return candidate.resolve()
     searched = ", ".join(str(c) for c in candidates)
     raise PluginError(f"pack {ref!r} not found (looked for pack.py or pack.yaml in: {searched})")

@@ -1,4 +1,9 @@
-"""The scenario registry: every ``*.yaml`` under the scenario folders, by id."""
+"""The scenario registry: every ``*.yaml`` under the scenario folders, by id.
+
+A synthesized pack's folder holds its scenario next to the pack's manifest, ``pack.yaml``, so a
+folder of packs can be added to the scenario folders as it is: manifests are not scenarios and
+are skipped.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ from simforge.paths import resource_dirs
 from simforge.scenario.loader import ScenarioError, load_scenario
 from simforge.scenario.model import Scenario
 from simforge.scenario.plugins import load_pack
+from simforge.synth.pack_files import MANIFEST
 from simforge.tools.pack import Pack
 
 
@@ -40,6 +46,8 @@ class ScenarioRegistry:
             index: dict[str, Path] = {}
             for root in self.dirs:
                 for path in sorted(root.rglob("*.yaml")):
+                    if path.name == MANIFEST:
+                        continue
                     scenario = load_scenario(path)
                     if scenario.id in index:
                         raise ScenarioError(

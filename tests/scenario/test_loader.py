@@ -86,6 +86,19 @@ def test_registry_refuses_duplicate_ids(tmp_path):
         ScenarioRegistry([tmp_path]).ids()
 
 
+def test_a_folder_of_synthesized_packs_can_be_a_scenario_folder(tmp_path):
+    """A synthesized pack keeps its scenario next to its manifest, pack.yaml: the manifest is
+    skipped, the scenario found."""
+    text = GOOD.replace("pack: ../packs/mini", f"pack: {FIXTURES / 'packs' / 'mini'}")
+    pack = tmp_path / "packs" / "examples"
+    pack.mkdir(parents=True)
+    write(pack, text, "scenario.yaml")
+    (pack / "pack.yaml").write_text("format: simforge-synth/1\nname: examples\nentities: {}\n")
+    registry = ScenarioRegistry([tmp_path])
+    assert registry.ids() == ["mini/upgrade-v1"]
+    assert registry.get("mini/upgrade-v1").path == pack / "scenario.yaml"
+
+
 def test_broken_packs_fail_at_load_naming_the_pack(tmp_path):
     (tmp_path / "nopack").mkdir()
     (tmp_path / "nopack" / "pack.py").write_text("X = 1\n")
