@@ -64,7 +64,9 @@ class ScenarioRegistry:
         with self._lock:
             if scenario_id not in self._loaded:
                 path = Path(scenario_id)
-                if path.suffix in (".yaml", ".yml") and path.is_file():
+                if path.suffix in (".yaml", ".yml"):
+                    if not path.is_file():
+                        raise NotFound(f"scenario file not found: {path}")
                     self._loaded[scenario_id] = self.load_path(path)
                 else:
                     index = self._index()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import sys
 
 import typer
@@ -54,6 +55,7 @@ def register(app: typer.Typer) -> None:
                 faults=faults,
                 seed=seed,
             )
+        listener = listen(host, port)
         base = f"http://{host}:{port}"
         err_console.print(
             f"simforge serving [bold]{app.state.manager.loaded.scenario.id}[/] at {base} "
@@ -65,7 +67,28 @@ def register(app: typer.Typer) -> None:
             sys.stdout.write(app.state.token + "\n")
             sys.stdout.flush()
         tune_gc()
-        uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)
+        config = uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=False)
+        uvicorn.Server(config).run(sockets=[listener])
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """The server's socket, bound before anything is announced: a port in use is one line and
+    exit code 2, not a banner, a token and then uvicorn's error."""
+    from simforge.cli import err_console
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        reason = exc.strerror or str(exc)
+        err_console.print(f"[bold red]error:[/] cannot listen on {host}:{port}: {reason}",
+                          highlight=False)
+        raise typer.Exit(2) from None
+    sock.set_inheritable(True)
+    return sock
 
 
 def tune_gc() -> None:

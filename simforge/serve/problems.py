@@ -127,7 +127,10 @@ def parse_json(raw: bytes, *, field: str = "body") -> Any:
         ) from None
 
 
-def _validation_problem(exc: RequestValidationError) -> Problem:
+def _validation_problem(exc: RequestValidationError, content_type: str = "") -> Problem:
+    # A body sent as a form or as text (``curl -d`` says form) reaches the model as a string:
+    # say what to send instead of only that it is not an object.
+    not_json = "json" not in content_type.lower()
     errors = []
     for err in exc.errors():
         loc = [str(p) for p in err.get("loc", ())]
@@ -135,6 +138,12 @@ def _validation_problem(exc: RequestValidationError) -> Problem:
         entry: dict[str, Any] = {"field": field, "problem": err.get("msg", "invalid")}
         if err.get("type") == "json_invalid":
             entry["expected"] = "a JSON document"
+        elif not_json and loc == ["body"] and err.get("type") != "missing":
+            entry["problem"] = (
+                f"the body is not read as JSON (Content-Type: {content_type or 'none'}); "
+                "send it with Content-Type: application/json"
+            )
+            entry["expected"] = "a JSON object"
         elif err.get("type") != "missing" and "input" in err:
             entry["received"] = err["input"]
         errors.append(entry)
@@ -154,7 +163,7 @@ def install_handlers(app: FastAPI) -> None:
 
     async def on_validation(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, RequestValidationError)
-        return _validation_problem(exc).response()
+        return _validation_problem(exc, request.headers.get("content-type", "")).response()
 
     async def on_http(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, StarletteHTTPException)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from simforge.config import NotFound
 from simforge.scenario import PluginError, ScenarioError, ScenarioRegistry, load_pack, load_scenario
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -97,6 +98,13 @@ def test_a_folder_of_synthesized_packs_can_be_a_scenario_folder(tmp_path):
     registry = ScenarioRegistry([tmp_path])
     assert registry.ids() == ["mini/upgrade-v1"]
     assert registry.get("mini/upgrade-v1").path == pack / "scenario.yaml"
+
+
+def test_a_missing_scenario_file_is_reported_as_a_missing_file(tmp_path):
+    missing = tmp_path / "nope.yaml"
+    with pytest.raises(NotFound) as info:
+        ScenarioRegistry([tmp_path]).get(str(missing))
+    assert str(info.value) == f"scenario file not found: {missing}"
 
 
 def test_broken_packs_fail_at_load_naming_the_pack(tmp_path):

@@ -165,3 +165,16 @@ async def test_another_registered_scenario_can_be_served_in_a_session(client):
     assert r.status_code == 201, r.text
     r = await client.post("/s/a/tools/get_order", json={"order_id": "O-9001"})
     assert r.status_code == 200
+
+
+async def test_a_body_not_sent_as_json_is_told_how_to_send_it(client):
+    """``curl -d '{}'`` sends a form: the 422 says to send JSON, not only 'not a dictionary'."""
+    r = await client.post(
+        "/sessions", content=b"{}", headers={**AUTH,
+                                               "Content-Type": "application/x-www-form-urlencoded"}
+    )
+    assert r.status_code == 422
+    (error,) = r.json()["errors"]
+    assert error["field"] == "body" and error["expected"] == "a JSON object"
+    assert "Content-Type: application/json" in error["problem"]
+    assert (await client.post("/sessions", json={}, headers=AUTH)).status_code == 201

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -124,3 +125,19 @@ def test_the_cli_serves_and_prints_a_generated_token(tmp_path):
     finally:
         os.kill(proc.pid, signal.SIGTERM)
         proc.wait(timeout=10)
+
+
+def test_the_cli_refuses_a_port_in_use_before_announcing_anything():
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-c", "from simforge.cli import main; main()", "serve", MINI,
+             "--port", str(port), "--time-scale", "0"],
+            capture_output=True, text=True, timeout=60,
+        )
+    assert done.returncode == 2
+    assert done.stdout == "", "no token is printed for a server that never starts"
+    assert f"cannot listen on 127.0.0.1:{port}" in done.stderr
+    assert "serving" not in done.stderr and "Traceback" not in done.stderr
