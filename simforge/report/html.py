@@ -17,7 +17,7 @@ from typing import Any
 import jinja2
 
 from simforge.report import svg
-from simforge.report.metrics import by_fault_kind, pass_hat_ks
+from simforge.report.metrics import by_fault_kind, pass_hat_ks, worst_first
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -31,6 +31,11 @@ def charts(summary: dict[str, Any], episodes: list[dict[str, Any]]) -> dict[str,
     curves = {p: c for p, c in curves.items() if c}
     if summary["pass_hat_k"]:
         curves = {"all": summary["pass_hat_k"], **curves}
+    # one colour per profile in every chart; "all" in a neutral dark grey
+    colors = {p: svg.PALETTE[i % len(svg.PALETTE)]
+              for i, p in enumerate(sorted(summary["by_fault"] | by_profile,
+                                           key=lambda p: (p != "none", p)))}
+    colors["all"] = "#333333"
     split = by_fault_kind(episodes, split="scenario")
     rows = sorted({k.split("\t")[0] for k in split})
     cols = sorted({k.split("\t")[1] for k in split})
@@ -40,14 +45,14 @@ def charts(summary: dict[str, Any], episodes: list[dict[str, Any]]) -> dict[str,
                  if c.get("ended_at") is not None and c.get("started_at") is not None]
     return {
         "profiles": svg.bars_with_ci(summary["by_fault"], title="pass rate by fault profile "
-                                     "(95% Wilson interval)"),
-        "pass_hat_k": svg.line_chart(curves, title="pass^k by fault profile"),
+                                     "(95% Wilson interval)", colors=colors),
+        "pass_hat_k": svg.line_chart(curves, title="pass^k by fault profile", colors=colors),
         "heatmap": svg.heatmap(rows, cols, cells, title="robustness: scenario x fault kind "
                                "(pass rate, delta vs none)") if cells else "",
         "latency": svg.histogram(latencies, title="tool call latency",
                                  xlabel="simulated seconds"),
         "steps": svg.histogram([float(e["steps"]) for e in valid], title="steps per episode",
-                               xlabel="steps", color=svg.PALETTE[2]),
+                               xlabel="steps", color=svg.PALETTE[2], whole=True),
         "sim_time": svg.histogram([float(e["sim_time"]) for e in valid],
                                   title="simulated time per episode", xlabel="seconds",
                                   color=svg.PALETTE[3]),
@@ -68,6 +73,7 @@ def render_html(
     template = env.get_template("report.html.j2")
     return template.render(
         summary=summary,
+        tasks=worst_first(summary["by_task"]),
         run=run or {},
         charts=charts(summary, episodes),
         generated=time.strftime("%Y-%m-%d %H:%M:%S"),

@@ -202,6 +202,13 @@ def by_task(episodes: list[Episode]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def worst_first(by_task_rows: dict[str, dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    """The rows of :func:`by_task`, lowest pass rate first (all-invalid rows lead), then by
+    key: the order the terminal and the HTML report show them in."""
+    return sorted(by_task_rows.items(),
+                  key=lambda kv: (kv[1]["pass_rate"] is not None, kv[1]["pass_rate"] or 0, kv[0]))
+
+
 def _mean_reward(valid: list[Episode]) -> float | None:
     return round(statistics.fmean(e["reward"] for e in valid), 6) if valid else None
 

@@ -9,6 +9,7 @@ escaped; colours come from one palette that reads in grey scale too.
 
 from __future__ import annotations
 
+import math
 from html import escape
 from typing import Any
 
@@ -42,7 +43,8 @@ def _axes(x0: int, y0: int, w: int, h: int, ymax: float, yfmt: str = "{:.0%}") -
 
 
 def line_chart(series: dict[str, dict[int, float]], *, title: str, xlabel: str = "k",
-               width: int = 520, height: int = 280) -> str:
+               width: int = 520, height: int = 280,
+               colors: dict[str, str] | None = None) -> str:
     """One line per series over integer x (pass^k curves), y in [0, 1]."""
     x0, y0, w, h = 50, 30, width - 170, height - 70
     xs = sorted({x for s in series.values() for x in s}) or [1]
@@ -56,7 +58,7 @@ def line_chart(series: dict[str, dict[int, float]], *, title: str, xlabel: str =
         body.append(_text(px(x), y0 + h + 15, str(x)))
     body.append(_text(x0 + w / 2, y0 + h + 32, xlabel))
     for i, (name, points) in enumerate(series.items()):
-        color = PALETTE[i % len(PALETTE)]
+        color = (colors or {}).get(name, PALETTE[i % len(PALETTE)])
         coords = " ".join(f"{px(x):.1f},{y0 + h - h * v:.1f}" for x, v in sorted(points.items()))
         body.append(f'<polyline fill="none" stroke="{color}" stroke-width="2" points="{coords}"/>')
         for x, v in points.items():
@@ -107,13 +109,21 @@ def heatmap(rows: list[str], cols: list[str], cells: dict[tuple[str, str], dict[
 
 
 def histogram(values: list[float], *, title: str, xlabel: str, bins: int = 20,
-              width: int = 520, height: int = 240, color: str = PALETTE[0]) -> str:
+              width: int = 520, height: int = 240, color: str = PALETTE[0],
+              whole: bool = False) -> str:
+    """``whole``: the values are counts (steps), so bins are whole numbers wide and start on
+    one, and the axis shows no fractions."""
     x0, y0, w, h = 50, 30, width - 70, height - 70
     body = [_text(width / 2, 16, title, extra='font-weight="bold"')]
     if not values:
         body.append(_text(width / 2, height / 2, "no data"))
         return _svg(width, height, body, title)
     lo, hi = min(values), max(values)
+    if whole:
+        lo, hi = float(math.floor(lo)), float(math.floor(hi) + 1)
+        width_each = max(1, math.ceil((hi - lo) / bins))
+        bins = math.ceil((hi - lo) / width_each)
+        hi = lo + bins * width_each
     if hi <= lo:
         hi = lo + 1.0
     step = (hi - lo) / bins
@@ -135,7 +145,7 @@ def histogram(values: list[float], *, title: str, xlabel: str, bins: int = 20,
 
 
 def bars_with_ci(items: dict[str, dict[str, Any]], *, title: str, width: int = 520,
-                 height: int = 260) -> str:
+                 height: int = 260, colors: dict[str, str] | None = None) -> str:
     """Pass rate per group with its confidence interval as an error bar."""
     x0, y0, w, h = 50, 30, width - 70, height - 90
     body = [_text(width / 2, 16, title, extra='font-weight="bold"'), *_axes(x0, y0, w, h, 1.0)]
@@ -147,7 +157,7 @@ def bars_with_ci(items: dict[str, dict[str, Any]], *, title: str, width: int = 5
         x = x0 + i * bw
         body.append(f'<rect x="{x + bw * 0.2:.1f}" y="{y0 + h - h * rate:.1f}" '
                     f'width="{bw * 0.6:.1f}" height="{h * rate:.1f}" '
-                    f'fill="{PALETTE[i % len(PALETTE)]}"/>')
+                    f'fill="{(colors or {}).get(name, PALETTE[i % len(PALETTE)])}"/>')
         cx = x + bw / 2
         body.append(f'<line x1="{cx:.1f}" y1="{y0 + h - h * lo:.1f}" x2="{cx:.1f}" '
                     f'y2="{y0 + h - h * hi:.1f}" stroke="#000" stroke-width="1.5"/>')

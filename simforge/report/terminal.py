@@ -8,6 +8,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from simforge.report.metrics import worst_first
+
 
 def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}%"
@@ -87,8 +89,10 @@ def tasks_table(summary: dict[str, Any], limit: int = 30) -> Table:
     table = Table(title="by scenario, task and profile (worst first)", title_justify="left")
     for col in ("scenario", "task", "profile", "episodes", "invalid", "pass rate", "mean reward"):
         table.add_column(col, justify="left" if col in ("scenario", "task", "profile") else "right")
-    rows = sorted(summary["by_task"].items(),
-                  key=lambda kv: (kv[1]["pass_rate"] is not None, kv[1]["pass_rate"] or 0))
+    rows = worst_first(summary["by_task"])
+    if len(rows) > limit:
+        table.caption = f"{len(rows) - limit} more rows (the HTML report lists them all)"
+        table.caption_justify = "left"
     for key, v in rows[:limit]:
         scenario, task, profile = key.split("|")
         table.add_row(scenario, task, profile, str(v["episodes"]), str(v["invalid"]),

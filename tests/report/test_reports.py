@@ -72,3 +72,46 @@ def test_headless_chromium_renders_the_report(stored, tmp_path):
     assert result.returncode == 0, result.stderr
     data = png.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 50_000  # a page of plots, not blank
+
+
+def _episode(task, profile, seed, passed, steps=3):
+    return {"scenario": "s/x-v1", "task": task, "profile": profile, "seed": seed, "trial": 0,
+            "passed": passed, "reward": 1.0 if passed else 0.0, "invalid_reason": None,
+            "failed": [], "faults": [], "verdicts": [], "calls": [], "steps": steps,
+            "sim_time": 5.0, "wall_s": 0.01}
+
+
+def test_the_html_report_lists_tasks_worst_first_and_keeps_one_colour_per_profile():
+    episodes = [
+        *[_episode("easy", p, s, True) for p in ("none", "flaky") for s in range(3)],
+        *[_episode("hard", p, s, s == 0) for p in ("none", "flaky") for s in range(3)],
+    ]
+    summary = summarize(episodes, run_id="r")
+    html = render_html(summary, {"id": "r"}, episodes)
+    tasks = html[html.index("Tasks (worst first)"):]
+    assert tasks.index(">hard<") < tasks.index(">easy<")
+    bars, curves = html.split("<svg")[1:3]
+    pass_rate_fills = re.findall(r'<rect x="[^"]+" y="[^"]+" width="[^"]+" height="[^"]+" '
+                                 r'fill="(#[0-9a-f]{6})"/>', bars)
+    legend = dict(re.findall(r'fill="(#[0-9a-f]{6})"/><text[^>]*>([^<]+)</text>', curves))
+    by_name = {name: colour for colour, name in legend.items()}
+    assert pass_rate_fills == [by_name["none"], by_name["flaky"]]
+
+
+def test_the_steps_histogram_has_whole_numbered_bins():
+    episodes = [_episode("t", "none", s, True, steps=n) for s, n in enumerate([1, 2, 2, 3, 5])]
+    html = render_html(summarize(episodes, run_id="r"), {"id": "r"}, episodes)
+    steps = next(part for part in html.split("<svg") if "steps per episode" in part)
+    ticks = re.findall(r'text-anchor="middle"[^>]*>([0-9.]+)</text>', steps)
+    assert ticks and all(float(t).is_integer() for t in ticks), ticks
+
+
+def test_the_terminal_tasks_table_says_how_many_rows_it_left_out():
+    from simforge.report.terminal import tasks_table
+
+    episodes = [_episode(f"t{i:02d}", "none", 0, i % 2 == 0) for i in range(35)]
+    console = Console(record=True, width=160)
+    console.print(tasks_table(summarize(episodes, run_id="r"), limit=30))
+    text = console.export_text()
+    assert "5 more rows" in text
+    assert text.index("t01") < text.index("t00"), "worst first"
