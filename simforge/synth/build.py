@@ -1,7 +1,8 @@
 """``synthesize``: traces (and a data snapshot) in, a pack directory out.
 
-The steps, each in its own module: read episodes (counting and skipping those without tool
-calls), split train/holdout by a seeded hash of the episode id, load the snapshot
+The steps, each in its own module: read episodes (:mod:`.inputs`: rejected records counted,
+snapshots among the trace paths read as data; episodes without tool calls counted and
+skipped), split train/holdout by a seeded hash of the episode id, load the snapshot
 (:mod:`.snapshot`), recognise entities (:mod:`.entities`), profile tools and walk every training
 episode over the seed (:mod:`.observe`), learn a handler and error conditions per tool
 (:mod:`.learn`), schemas (:mod:`.schemas`), timing (:mod:`.timing`), tasks (:mod:`.tasks`), and
@@ -20,6 +21,7 @@ from typing import Any
 
 from simforge.synth import kinds, pack_files, timing
 from simforge.synth.entities import EntityCatalog, fake_row, from_snapshot, is_key_name, parents
+from simforge.synth.inputs import Inputs, NothingToLearn, read_traces, why_nothing
 from simforge.synth.learn import Learner, share_not_found
 from simforge.synth.observe import (
     CallObservation,
@@ -33,7 +35,6 @@ from simforge.synth.schemas import infer_schema, json_type
 from simforge.synth.seed import seed_kinds, vote_refs
 from simforge.synth.snapshot import load_snapshots
 from simforge.synth.tasks import build_task
-from simforge.trace import iter_episodes
 from simforge.trace.episode import Episode
 
 Progress = Callable[[str, int, int], None]
@@ -57,6 +58,12 @@ class SynthReport:
     warnings: list[str] = field(default_factory=list)
     tasks: int = 0
     gold_tasks: int = 0
+    rejected: int = 0
+    """Trace records (or whole files) that could not be read, as ``simforge ingest`` counts."""
+    rejections: list[str] = field(default_factory=list)
+    """The first of them, each ``file:line ...: reason``."""
+    read_as_data: list[str] = field(default_factory=list)
+    """Trace paths that were data snapshots, read as if given with ``--data``."""
 
 
 def in_holdout(episode_id: str, fraction: float, seed: int) -> bool:
@@ -144,27 +151,60 @@ def synthesize(
     episodes: list[Episode] | None = None,
     progress: Progress | None = None,
 ) -> SynthReport:
+    """Learn a pack from ``traces`` (or ``episodes``) and ``data``; write it to ``out``.
+
+    Raises :class:`~simforge.synth.inputs.NothingToLearn` (before writing anything) when no
+    episode with tool calls is left to learn from, and
+    :class:`~simforge.synth.snapshot.SnapshotError` for a snapshot file that does not parse.
+    """
     out = Path(out)
     tick = progress or (lambda stage, done, total: None)
     report = SynthReport(out=out)
+    data = [Path(p) for p in data]
+    inputs = Inputs()
     if episodes is None:
-        episodes = []
-        for n, episode in enumerate(iter_episodes([Path(p) for p in traces]), 1):
-            episodes.append(episode)
-            if n % 500 == 0:
-                tick("read", n, 0)
+        inputs = read_traces(traces, tick)
+        episodes = inputs.episodes
+        data.extend(p for p in inputs.as_data if p not in data)
+        report.read_as_data = [str(p) for p in inputs.as_data]
+        report.rejected = inputs.result.rejected
+        report.rejections = [str(r) for r in inputs.result.rejections[:20]]
+
+    def warn(message: str) -> None:
+        report.warnings.append(message)
+        warnings.warn(message, SynthWarning, stacklevel=3)
+
     report.episodes = len(episodes)
     usable = [e for e in episodes if e.tool_calls]
     report.empty_episodes = len(episodes) - len(usable)
-    report.warnings.extend(version_conflicts(usable))
-    for message in report.warnings:
-        warnings.warn(message, SynthWarning, stacklevel=2)
     train = [e for e in usable if not in_holdout(e.id, holdout, seed)]
+    if not episodes:
+        raise NothingToLearn(f"nothing could be read: {why_nothing(inputs)}", inputs)
+    rejected = f" ({why_nothing(inputs)})" if report.rejected else ""
+    if not usable:
+        raise NothingToLearn(
+            f"nothing to learn from: none of the {len(episodes)} episodes read has a tool "
+            f"call{rejected}",
+            inputs,
+        )
+    if not train:
+        raise NothingToLearn(
+            f"nothing to learn from: holdout {holdout} keeps all {len(usable)} episodes with "
+            "tool calls out of learning",
+            inputs,
+        )
+    if report.rejected:
+        warn(f"{report.rejected} trace record(s) rejected, first: {inputs.result.rejections[0]}")
+    for message in version_conflicts(usable):
+        warn(message)
     report.holdout = [e.id for e in usable if in_holdout(e.id, holdout, seed)]
     report.train = len(train)
 
     catalog = EntityCatalog()
-    tables = load_snapshots(data)
+    notes: list[str] = []
+    tables = load_snapshots(data, notes)
+    for message in notes:
+        warn(message)
     hints = {
         k
         for e in train

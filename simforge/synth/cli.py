@@ -1,4 +1,9 @@
-"""CLI commands of the synth layer: ``simforge synth`` and ``simforge fidelity``."""
+"""CLI commands of the synth layer: ``simforge synth`` and ``simforge fidelity``.
+
+Exit codes, as for ``simforge ingest``: 0 when a pack was written (rejected trace records are
+counted and reported, not fatal), 1 when nothing could be read or learned from (no pack is
+written), 2 for a snapshot file or a pack directory that cannot be read.
+"""
 
 from __future__ import annotations
 
@@ -11,11 +16,18 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 _err = Console(stderr=True)
 _out = Console()
+
+
+def _fail(message: str, code: int) -> typer.Exit:
+    """One line on stderr (never wrapped, so scripts can grep it); the exit to raise."""
+    _err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    return typer.Exit(code)
 
 
 def _peak_mib() -> float:
@@ -28,10 +40,16 @@ def register(app: typer.Typer) -> None:
 
     @app.command("synth")
     def synth_command(
-        traces: list[Path] = typer.Argument(..., help="Trace files (any ingestible format)."),
+        traces: list[Path] = typer.Argument(
+            ...,
+            help="Trace files or folders (any ingestible format). A path that is no trace but "
+            "a data snapshot is read as --data, so `--data A B C` works.",
+        ),
         out: Path = typer.Option(..., "--out", help="The pack directory to write."),
         data: list[Path] = typer.Option(
-            [], "--data", help="Snapshot files or folders (JSON, JSONL, CSV, SQLite, TOML)."
+            [],
+            "--data",
+            help="Snapshot files or folders (JSON, JSONL, CSV, SQLite, TOML); repeatable.",
         ),
         holdout: float = typer.Option(
             0.0, "--holdout", min=0.0, max=1.0, help="Fraction of episodes kept out of learning."
@@ -41,6 +59,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Synthesize an environment pack (tools, world, tasks, scenario) from traces."""
         from simforge.synth.build import SynthWarning, synthesize
+        from simforge.synth.inputs import NothingToLearn
         from simforge.synth.snapshot import SnapshotError
 
         started = time.perf_counter()
@@ -67,10 +86,13 @@ def register(app: typer.Typer) -> None:
                         traces, out, data=data, holdout=holdout, seed=seed, progress=tick
                     )
                 except SnapshotError as exc:
-                    _err.print(f"[bold red]error:[/] {exc}", highlight=False)
-                    raise typer.Exit(2) from None
+                    raise _fail(str(exc), 2) from None
+                except NothingToLearn as exc:
+                    if as_json:
+                        typer.echo(json.dumps(exc.to_json(), indent=2))
+                    raise _fail(str(exc), 1) from None
         for warning in caught:
-            _err.print(f"[yellow]warning:[/] {warning.message}", highlight=False)
+            _err.print(f"[yellow]warning:[/] {escape(str(warning.message))}", highlight=False)
         summary = {
             "out": str(report.out),
             "episodes": report.episodes,
@@ -83,6 +105,9 @@ def register(app: typer.Typer) -> None:
             "tasks": report.tasks,
             "gold_tasks": report.gold_tasks,
             "warnings": report.warnings,
+            "rejected": report.rejected,
+            "rejections": report.rejections,
+            "read_as_data": report.read_as_data,
             "seconds": round(time.perf_counter() - started, 3),
             "peak_rss_mib": round(_peak_mib(), 1),
         }
@@ -99,8 +124,17 @@ def register(app: typer.Typer) -> None:
             f"{report.episodes} episodes ({report.empty_episodes} without tool calls skipped), "
             f"{report.train} learned from, {len(report.holdout)} held out; "
             f"{report.tasks} tasks ({report.gold_tasks} gold); "
-            f"{summary['seconds']} s, peak memory {summary['peak_rss_mib']} MiB"
+            f"{summary['seconds']} s, peak memory {summary['peak_rss_mib']} MiB",
+            highlight=False,
         )
+        if report.read_as_data:
+            _out.print(
+                f"read as --data (not traces): {', '.join(report.read_as_data)}", highlight=False
+            )
+        if report.rejected:
+            _out.print(f"[yellow]{report.rejected} trace records rejected[/yellow]")
+            for rejection in report.rejections[:5]:
+                _out.print(f"  {rejection}", highlight=False, markup=False)
 
     @app.command("fidelity")
     def fidelity_command(
@@ -113,9 +147,13 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Replay every recorded call against the pack and count exact answers."""
         from simforge.synth.fidelity import fidelity, holdout_ids
+        from simforge.synth.pack_files import PackFormatError
 
-        only = holdout_ids(pack) if holdout_only else None
-        result = fidelity(pack, traces, only=only)
+        try:
+            only = holdout_ids(pack) if holdout_only else None
+            result = fidelity(pack, traces, only=only)
+        except PackFormatError as exc:
+            raise _fail(str(exc), 2) from None
         if as_json:
             _out.print_json(json.dumps(result))
             return

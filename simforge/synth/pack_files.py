@@ -64,6 +64,10 @@ def write_pack(
 
 def read_manifest(folder: Path) -> dict[str, Any]:
     path = folder / MANIFEST
+    if not folder.is_dir():
+        raise PackFormatError(f"{folder}: no such pack directory")
+    if not path.is_file():
+        raise PackFormatError(f"{folder}: not a pack directory (no {MANIFEST})")
     try:
         manifest = yaml.load(path.read_text(), Loader=_Loader)
     except (OSError, yaml.YAMLError) as exc:

@@ -14,6 +14,7 @@ and the record (line, row or key), because "bad JSON somewhere in 2 MB" helps no
 from __future__ import annotations
 
 import csv
+import re
 import sqlite3
 import tomllib
 from collections.abc import Iterable
@@ -32,16 +33,59 @@ class SnapshotError(ValueError):
     """A snapshot file that cannot be read; names the file and the record."""
 
 
-def load_snapshots(paths: Iterable[Path | str]) -> Tables:
-    """Every table of every file (a folder stands for the files in it, sorted)."""
+def load_snapshots(paths: Iterable[Path | str], notes: list[str] | None = None) -> Tables:
+    """Every table of every file (a folder stands for the files in it, sorted).
+
+    A file named twice (a folder and a file in it) is read once. Two tables of the same name
+    from different files are one table when their records have the same fields (an export split
+    in parts); otherwise the later one is kept apart under a name qualified by the nearest part
+    of its path that differs (``airline/data/users.json`` then ``retail/data/users.json``:
+    ``users`` and ``retail_users``), and a note naming both files is appended to ``notes``.
+    """
     tables: Tables = {}
+    sources: dict[str, tuple[Path, frozenset[str]]] = {}
+    seen: set[Path] = set()
     for raw in paths:
         path = Path(raw)
         files = sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else [path]
         for file in files:
+            if file.resolve() in seen:
+                continue
+            seen.add(file.resolve())
             for name, rows in load_snapshot(file).items():
+                fields = _fields(rows)
+                if name in sources and sources[name][1] != fields:
+                    first = sources[name][0]
+                    qualified = _qualified(name, file, first, tables)
+                    if notes is not None:
+                        notes.append(
+                            f"snapshot table {name!r} of {file} has other fields than {name!r} "
+                            f"of {first}; kept apart as {qualified!r}"
+                        )
+                    name = qualified
+                sources.setdefault(name, (file, fields))
                 tables.setdefault(name, []).extend(rows)
     return tables
+
+
+def _fields(rows: list[dict[str, Any]]) -> frozenset[str]:
+    return frozenset(k for row in rows for k in row if k != KEY)
+
+
+def _qualified(name: str, file: Path, first: Path, tables: Tables) -> str:
+    """``name`` prefixed by the last path component of ``file`` that differs from ``first``'s
+    at the same depth (the file's stem when both sit in one folder); numbered if still taken."""
+    mine = [*file.resolve().parent.parts, file.stem]
+    theirs = [*first.resolve().parent.parts, first.stem]
+    prefix = next(
+        (a for a, b in zip(reversed(mine), reversed(theirs), strict=False) if a != b),
+        file.stem,
+    )
+    base = re.sub(r"[^A-Za-z0-9]+", "_", f"{prefix}_{name}").strip("_") or name
+    candidate, n = base, 2
+    while candidate in tables:
+        candidate, n = f"{base}_{n}", n + 1
+    return candidate
 
 
 def load_snapshot(path: Path) -> Tables:
