@@ -85,9 +85,11 @@ def run(
     scenario: str = typer.Argument(
         ..., help="Scenario id (domain/name-vN) or a scenario YAML path."
     ),
-    policy: str = typer.Option("oracle", "--policy", "-p", help="Policy name."),
+    policy: str = typer.Option(
+        "oracle", "--policy", "-p", help="Policy: NAME or NAME:ARG (as for stress)."
+    ),
     seeds: int = typer.Option(
-        None, "--seeds", "-n", help="Number of seeds (default: the scenario's)."
+        None, "--seeds", "-n", min=1, help="Number of seeds (default: the scenario's)."
     ),
     task: str = typer.Option(None, "--task", "-t", help="Only this task."),
     faults: str = typer.Option(None, "--faults", "-f", help="Fault profile (name or YAML path)."),
@@ -95,21 +97,28 @@ def run(
 ) -> None:
     """Run a scenario's tasks with a policy over seeds; print results."""
     from simforge.env import make
-    from simforge.policies import get_policy
+    from simforge.policies.specs import build_policy
     from simforge.runs import run_episode
+    from simforge.runs.cli import run_errors
 
-    with user_errors():
+    with run_errors():
         env = make(scenario, faults=faults)
         chosen = seeds_for(env.scenario.seeds, seeds)
         tasks = [env.scenario.task(task).id] if task else [t.id for t in env.scenario.tasks]
-        pol = get_policy(policy)
+        pol = build_policy(policy)
         episodes = []
-        with progress() as bar:
-            job = bar.add_task(f"{env.scenario.id} [{policy}]", total=len(chosen) * len(tasks))
-            for task_id in tasks:
-                for seed in chosen:
-                    episodes.append(run_episode(env, pol, seed=seed, task=task_id).to_dict())
-                    bar.advance(job)
+        try:
+            with progress() as bar:
+                job = bar.add_task(f"{env.scenario.id} [{policy}]",
+                                   total=len(chosen) * len(tasks))
+                for task_id in tasks:
+                    for seed in chosen:
+                        episodes.append(run_episode(env, pol, seed=seed, task=task_id).to_dict())
+                        bar.advance(job)
+        finally:
+            close = getattr(pol, "close", None)
+            if close is not None:
+                close()
     if as_json:
         sys.stdout.write(json.dumps({"episodes": episodes}) + "\n")
         return

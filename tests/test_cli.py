@@ -102,3 +102,52 @@ def test_demo_runs_the_whole_pipeline(tmp_path):
     assert any(e["scenario"].startswith("synth/") for e in data["episodes"])
     table = runner.invoke(app, ["demo", "--out", str(tmp_path)])
     assert table.exit_code == 0 and "cheater" in table.stdout and "report:" in table.stdout
+
+
+def _native_source(tmp_path: Path) -> Path:
+    """The oracle's episodes of every mini task as a native JSONL trace (a replay source)."""
+    import simforge
+    from simforge.policies import get_policy
+    from simforge.runs.episode import play_episode
+
+    env = simforge.make(MINI)
+    path = tmp_path / "source.jsonl"
+    path.write_text("".join(
+        play_episode(env, get_policy("oracle"), seed=0, task=t).trajectory.model_dump_json()
+        + "\n" for t in ("upgrade", "note")
+    ))
+    return path
+
+
+def test_run_takes_the_policy_specs_stress_takes(tmp_path):
+    source = _native_source(tmp_path)
+    result = runner.invoke(app, ["run", MINI, "--policy", f"replay:{source}", "--seeds", "1",
+                                 "--json"])
+    assert result.exit_code == 0, result.output
+    assert [e["reward"] for e in json.loads(result.stdout)["episodes"]] == [1.0, 1.0]
+
+
+def test_run_policy_errors_are_one_line_and_exit_2(tmp_path, monkeypatch):
+    cases = {
+        "replay": "needs a source",
+        f"replay:{tmp_path / 'nope.jsonl'}": "does not exist",
+        "replay:": "the argument after ':' is empty",
+        "oracle:x": "takes no argument",
+    }
+    for spec, message in cases.items():
+        result = runner.invoke(app, ["run", MINI, "--policy", spec])
+        said = " ".join(result.output.split())  # the console wraps long lines
+        assert result.exit_code == 2, (spec, result.output)
+        assert message in said and "Traceback" not in said, spec
+    # an endpoint that is down is the endpoint's failure, told in one line
+    monkeypatch.setenv("SIMFORGE_LLM_BASE_URL", "http://127.0.0.1:1/v1")
+    monkeypatch.setattr("simforge.policies.llm.time.sleep", lambda _s: None)
+    result = runner.invoke(app, ["run", MINI, "--policy", "llm:some-model", "--seeds", "1"])
+    said = " ".join(result.output.split())
+    assert result.exit_code == 2, result.output
+    assert "http://127.0.0.1:1/v1" in said and "Traceback" not in said
+
+
+def test_run_seeds_must_be_positive():
+    result = runner.invoke(app, ["run", MINI, "--seeds", "0"])
+    assert result.exit_code == 2 and "Invalid value for '--seeds'" in result.output

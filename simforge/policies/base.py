@@ -17,6 +17,12 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 from simforge.scenario.model import Task
 
 
+class PolicyUnavailable(RuntimeError):
+    """What a policy depends on failed (an LLM endpoint, a harness's tool server): not the
+    agent's fault, so a stress run records the episode as invalid, and ``simforge run`` stops
+    with the reason in one line."""
+
+
 @runtime_checkable
 class Policy(Protocol):
     name: ClassVar[str]

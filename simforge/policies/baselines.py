@@ -61,10 +61,20 @@ def replay_actions(episode: Episode) -> list[dict[str, Any]]:
 
 class ReplayPolicy(PolicyBase):
     """Plays back a source episode's actions. The source is a list of Episodes or a trace file
-    of any ingestible format (``replay:PATH``, or ``$SIMFORGE_REPLAY_SOURCE``); each task plays
-    the source episode with the same task id (and seed, when several match), or the only one."""
+    of any ingestible format (``replay:PATH``, or ``$SIMFORGE_REPLAY_SOURCE``).
+
+    Each task plays the source episode it came from: the one whose id is the task's
+    ``metadata["episode_id"]`` (a task synthesized from traces), else those with the task's id
+    (the same seed preferred when several match, as in a stored run exported ``native``). A
+    source holding a single episode that names no task (a bare conversation) is played for every
+    task. Anything else is an error naming the task, never another task's episode played
+    silently.
+
+    It is privileged only to read that link (the task's metadata); it never reads the oracle.
+    """
 
     name: ClassVar[str] = "replay"
+    privileged: ClassVar[bool] = True
 
     def __init__(self, source: str | os.PathLike[str] | Iterable[Episode] | None = None) -> None:
         if source is None:
@@ -87,22 +97,35 @@ class ReplayPolicy(PolicyBase):
         self._actions: list[dict[str, Any]] = []
         self._next = 0
 
-    def pick(self, task_id: str | None, seed: int) -> Episode:
-        if len(self.episodes) == 1:
-            return self.episodes[0]
+    def pick(self, task_id: str | None, seed: int, *, episode_id: str | None = None) -> Episode:
+        """The source episode to play for task ``task_id`` (synthesized from the source episode
+        ``episode_id``, when known) at ``seed``; ``ValueError`` when the source has none."""
+        if episode_id is not None:
+            for episode in self.episodes:
+                if episode.id == episode_id:
+                    return episode
         same = [e for e in self.episodes if _task_id(e) == task_id]
-        if not same:
-            raise ValueError(f"no source episode for task {task_id!r} to replay")
         for episode in same:
             if episode.simulation is not None and episode.simulation.seed == seed:
                 return episode
-        return same[0]
+        if same:
+            return same[0]
+        if len(self.episodes) == 1 and _task_id(self.episodes[0]) is None:
+            return self.episodes[0]
+        named = sorted({str(_task_id(e)) for e in self.episodes})
+        wanted = f"task {task_id!r}" + (f" (source episode {episode_id!r})" if episode_id else "")
+        raise ValueError(
+            f"no source episode for {wanted} to replay; the source's {len(self.episodes)} "
+            f"episode(s) are for tasks {named[:10]}{' ...' if len(named) > 10 else ''}"
+        )
 
     def reset(
         self, observation: dict[str, Any], *, task: Task | None = None, seed: int = 0
     ) -> None:
         task_id = (observation.get("task") or {}).get("id")
-        self._actions = replay_actions(self.pick(task_id, seed))
+        source = task.metadata.get("episode_id") if task is not None else None
+        picked = self.pick(task_id, seed, episode_id=str(source) if source is not None else None)
+        self._actions = replay_actions(picked)
         self._next = 0
 
     def act(self, observation: dict[str, Any]) -> Any:

@@ -35,7 +35,7 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from simforge.policies.base import PolicyBase
+from simforge.policies.base import PolicyBase, PolicyUnavailable
 from simforge.policies.scripted import NOOP_ANSWER
 
 if TYPE_CHECKING:
@@ -131,7 +131,7 @@ class _Server:
         deadline = time.monotonic() + 30
         while not self.server.started:
             if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("the harness tool server did not start")
+                raise PolicyUnavailable("the harness tool server did not start")
             time.sleep(0.01)
         port = self.server.servers[0].sockets[0].getsockname()[1]
         self.base_url = f"http://127.0.0.1:{port}"

@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 
 import httpx
 
-from simforge.policies.base import PolicyBase
+from simforge.policies.base import PolicyBase, PolicyUnavailable
 from simforge.policies.scripted import NOOP_ANSWER
 from simforge.scenario.model import Task
 
@@ -35,7 +35,7 @@ SYSTEM_PROMPT = (
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
 
 
-class LLMError(RuntimeError):
+class LLMError(PolicyUnavailable):
     """The chat-completions endpoint failed or answered something that is not a completion."""
 
 

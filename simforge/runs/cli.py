@@ -24,15 +24,19 @@ def _store_url(store: str | None) -> str:
 
 
 @contextmanager
-def _errors() -> Iterator[None]:
-    """The main CLI's one-line errors, plus what this layer adds (bad policy specs, no ray)."""
+def run_errors() -> Iterator[None]:
+    """The main CLI's one-line errors, plus what this layer adds (bad policy specs, a policy's
+    endpoint down, a store that cannot be opened, no ray). Every command that runs a policy or
+    opens a store uses it."""
     from simforge.cli import err_console, user_errors
+    from simforge.policies.base import PolicyUnavailable
     from simforge.runs.ray_backend import RayUnavailable
+    from simforge.runs.store import StoreError
 
     with user_errors():
         try:
             yield
-        except (ValueError, RayUnavailable) as exc:
+        except (ValueError, PolicyUnavailable, RayUnavailable, StoreError) as exc:
             err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
             raise typer.Exit(2) from None
 
@@ -45,7 +49,7 @@ def _resolve_run(store: Any, run_id: str) -> str:
     if run_id == "latest":
         runs = store.runs()
         if not runs:
-            raise ValueError(f"no runs in {store.url}")
+            raise ValueError(f"no runs in {store.display_url}")
         return str(runs[-1]["id"])
     return run_id
 
@@ -54,8 +58,10 @@ def stress(
     scenarios: list[str] = typer.Argument(None, help="Scenario ids or YAML paths."),
     policy: str = typer.Option(None, "--policy", "-p", help="Policy: NAME or NAME:ARG."),
     faults: list[str] = typer.Option(None, "--faults", "-f", help="Fault profiles (repeatable)."),
-    seeds: int = typer.Option(None, "--seeds", "-n", help="Seeds per task (default: scenario's)."),
-    trials: int = typer.Option(1, "--trials", "-k", help="Trials per cell (policy reseeded)."),
+    seeds: int = typer.Option(None, "--seeds", "-n", min=1,
+                              help="Seeds per task (default: scenario's)."),
+    trials: int = typer.Option(1, "--trials", "-k", min=1,
+                               help="Trials per cell (policy reseeded)."),
     tasks: list[str] = typer.Option(None, "--task", "-t", help="Only these tasks (repeatable)."),
     workers: int = typer.Option(None, "--workers", "-w", help="Processes (0: in-process)."),
     backend: str = typer.Option("local", "--backend", help="local or ray."),
@@ -77,8 +83,8 @@ def stress(
     if backend not in ("local", "ray"):
         err_console.print(f"[bold red]error:[/] --backend: {backend!r}; use local or ray")
         raise typer.Exit(2)
-    with _errors():
-        run_store = RunStore(_store_url(store))
+    with run_errors():
+        run_store = RunStore(_store_url(store), create=not resume)  # a resumed run's must exist
         if resume:
             if scenarios or policy:
                 raise ValueError("--resume replays the stored plan; give no scenarios or policy")
@@ -98,14 +104,14 @@ def stress(
         err_console.print(
             f"run [bold]{prepared.run_id}[/]: {len(prepared.plan)} episodes "
             f"({prepared.done} stored, {len(prepared.todo)} to run) on {backend} "
-            f"x{n_workers} -> {run_store.url}", highlight=False,
+            f"x{n_workers} -> {run_store.display_url}", highlight=False,
         )
         try:
             _run_with_progress(run_store, prepared, backend, n_workers, ray_address,
                                not no_trajectories)
         except KeyboardInterrupt:
             err_console.print(f"interrupted; finish it with: simforge stress --resume "
-                              f"{prepared.run_id} --store {run_store.url}")
+                              f"{prepared.run_id} --store {run_store.display_url}")
             raise typer.Exit(130) from None
         summary = summarize(run_store.episodes(prepared.run_id), run_id=prepared.run_id)
         run = run_store.run(prepared.run_id)
@@ -113,7 +119,7 @@ def stress(
         sys.stdout.write(json.dumps(stress_summary(summary)) + "\n")
         return
     console.print(render(summary, run))
-    console.print(f"report: simforge report {prepared.run_id} --store {run_store.url}",
+    console.print(f"report: simforge report {prepared.run_id} --store {run_store.display_url}",
                   highlight=False)
 
 
@@ -173,8 +179,8 @@ def report(
     from simforge.report.terminal import render
     from simforge.runs.store import RunStore
 
-    with _errors():
-        run_store = RunStore(_store_url(store))
+    with run_errors():
+        run_store = RunStore(_store_url(store), create=False)
         run_id = _resolve_run(run_store, run_id)
         run = run_store.run(run_id)
         episodes = run_store.episodes(run_id)
@@ -205,10 +211,10 @@ def export(
     from simforge.runs.export import FORMATS, export_runs
     from simforge.runs.store import RunStore
 
-    with _errors():
+    with run_errors():
         if fmt not in FORMATS:
             raise ValueError(f"--format: {fmt!r}; use one of {list(FORMATS)}")
-        run_store = RunStore(_store_url(store))
+        run_store = RunStore(_store_url(store), create=False)
         ids = [_resolve_run(run_store, r) for r in run_ids]
         for r in ids:
             run_store.run(r)

@@ -1,5 +1,9 @@
 """Exports of stored runs for training.
 
+Every exported episode is identified by ``RUN_ID/KEY`` (its run and its cell
+``scenario|task|profile|seed|trial``), unique however many profiles, trials and runs are
+exported together.
+
 - ``openai-jsonl`` (SFT): one ``{"id", "messages", "tools", "metadata"}`` object a line; the
   messages are the trajectory as Chat Completions messages (assistant ``tool_calls`` with JSON
   string arguments, ``tool`` results), ``tools`` the catalog the agent saw, ``metadata`` the
@@ -57,6 +61,13 @@ class _Tools:
 
     def get(self, scenario: str) -> list[dict[str, Any]] | None:
         return self._by_id.get(scenario)
+
+
+def episode_id(run_id: str, key: str) -> str:
+    """An exported episode's id: its run and cell (``scenario|task|profile|seed|trial``), unique
+    across everything exported (a trajectory's own id, ``scenario#task@seed``, repeats across
+    fault profiles, trials and runs)."""
+    return f"{run_id}/{key}"
 
 
 def _metadata(run_id: str, row: dict[str, Any]) -> dict[str, Any]:
@@ -124,17 +135,20 @@ def _normal_message(m: dict[str, Any]) -> dict[str, Any]:
 def _openai_items(rows: Iterator[tuple[dict[str, Any], Episode, dict[str, Any]]]
                   ) -> Iterator[dict[str, Any]]:
     for meta, _episode, chat in rows:
-        yield {"id": chat["id"], "messages": chat["messages"], "tools": chat["tools"],
-               "metadata": meta}
+        yield {"id": episode_id(meta["run_id"], meta["key"]), "messages": chat["messages"],
+               "tools": chat["tools"], "metadata": meta}
 
 
 def _native_items(rows: Iterator[tuple[dict[str, Any], Episode, dict[str, Any]]]
                   ) -> Iterator[dict[str, Any]]:
     for meta, episode, _chat in rows:
-        labelled = episode.model_copy(update={"outcome": Outcome(
+        outcome = Outcome(
             reward=meta["reward"], success=meta["passed"],
             labels={k: meta[k] for k in ("run_id", "key", "profile", "trial", "failed")},
-        )})
+        )
+        labelled = episode.model_copy(
+            update={"id": episode_id(meta["run_id"], meta["key"]), "outcome": outcome}
+        )
         yield orjson.loads(to_native(labelled))
 
 
@@ -160,8 +174,8 @@ def dpo_pairs(
                 "rejected_reward": bad["reward"],
                 "scenario": scenario,
                 "task": task,
-                "chosen_key": f"{good['run_id']}/{good['key']}",
-                "rejected_key": f"{bad['run_id']}/{bad['key']}",
+                "chosen_key": episode_id(good["run_id"], good["key"]),
+                "rejected_key": episode_id(bad["run_id"], bad["key"]),
             }
             i, j = i + 1, j - 1
 

@@ -7,6 +7,11 @@ not finished. ``UNIQUE(run_id, key)`` makes a second copy of a cell impossible, 
 (or two drivers racing on one run) can never double-count. Inserts go through SQLAlchemy Core
 with the tables SQLModel declares: the ORM's unit of work would cost more than the episode.
 
+Opening a store checks it rather than guessing: a store that cannot be reached raises
+:class:`StoreError` naming it (password hidden); ``create=False`` (what reading commands use)
+never creates a database, and a SQLite store's folder must already exist (a mistyped path is an
+error, not a new folder tree).
+
 SQLite runs with ``journal_mode=WAL`` (readers, such as ``simforge report`` on a live run, never
 block the writer) and ``synchronous=NORMAL`` (a commit survives the death of the process, which
 is the failure that matters here; only an OS crash can lose the last commits).
@@ -14,6 +19,7 @@ is the failure that matters here; only an OS crash can lose the last commits).
 
 from __future__ import annotations
 
+import re
 import secrets
 import time
 from collections.abc import Iterator
@@ -29,11 +35,12 @@ from sqlalchemy import (
     event,
     func,
     insert,
+    inspect,
     select,
     update,
 )
-from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.engine import Connection, Engine, make_url
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import registry
 from sqlmodel import Field, SQLModel, create_engine
 
@@ -42,6 +49,11 @@ from simforge.runs.worker import Record
 
 DEFAULT_STORE = "sqlite:///simforge-runs.db"
 """Relative to the working directory; ``--store`` or ``$SIMFORGE_STORE`` override it."""
+
+
+class StoreError(Exception):
+    """The run store cannot be opened: unreachable, missing, or not a run store. The message
+    is one line and names the store without its password."""
 
 
 class StoreBase(SQLModel, registry=registry()):
@@ -147,6 +159,30 @@ def normalise_url(url: str) -> str:
     return url
 
 
+def redact_url(url: str) -> str:
+    """``url`` fit to print: the password replaced by ``***``."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except (SQLAlchemyError, ValueError):
+        return re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", url)
+
+
+def _sqlite_path(url: str) -> Path | None:
+    """The file of a SQLite URL; ``None`` for other databases and in-memory SQLite."""
+    if not url.startswith("sqlite"):
+        return None
+    path = url.split(":///", 1)[1] if ":///" in url else ""
+    path = path.split("?", 1)[0]
+    return Path(path) if path and path != ":memory:" else None
+
+
+def _reason(exc: BaseException) -> str:
+    """The first line of what the driver said (SQLAlchemy appends a paragraph and a link)."""
+    cause = getattr(exc, "orig", None) or exc
+    lines = [line.strip() for line in str(cause).splitlines() if line.strip()]
+    return lines[0] if lines else type(cause).__name__
+
+
 def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
 
@@ -154,10 +190,37 @@ def new_run_id() -> str:
 class RunStore:
     """One database of runs. Cheap to open; safe to open again from another process."""
 
-    def __init__(self, url: str = DEFAULT_STORE) -> None:
+    def __init__(self, url: str = DEFAULT_STORE, *, create: bool = True) -> None:
+        """Open the store at ``url``. With ``create`` (writing), a missing database file and
+        missing tables are created; without it (reading), the store must already exist.
+        :class:`StoreError` when it cannot be opened."""
         self.url = normalise_url(url)
-        self.engine = _engine(self.url)
-        StoreBase.metadata.create_all(self.engine)
+        self.display_url = redact_url(self.url)
+        path = _sqlite_path(self.url)
+        if path is not None:
+            if not create and not path.is_file():
+                raise StoreError(f"no run store at {self.display_url}: {path} does not exist")
+            if create and not path.parent.is_dir():
+                raise StoreError(
+                    f"cannot create the run store {self.display_url}: the folder {path.parent} "
+                    "does not exist"
+                )
+        try:
+            self.engine = _engine(self.url)
+            if create:
+                StoreBase.metadata.create_all(self.engine)
+            elif not inspect(self.engine).has_table(RUNS.name):
+                raise StoreError(
+                    f"{self.display_url} is not a simforge run store (no {RUNS.name!r} table)"
+                )
+        except (SQLAlchemyError, ImportError, StoreError) as exc:
+            engine = getattr(self, "engine", None)
+            if engine is not None:
+                engine.dispose()
+            if isinstance(exc, StoreError):
+                raise
+            raise StoreError(f"cannot open the run store {self.display_url}: {_reason(exc)}"
+                             ) from exc
 
     def close(self) -> None:
         self.engine.dispose()
@@ -261,7 +324,7 @@ class RunStore:
             row = conn.execute(select(table).where(table.c.id == run_id)).first()
         if row is None:
             known = [r["id"] for r in self.runs()][-10:]
-            raise NotFound(f"no run {run_id!r} in {self.url}; latest runs: {known}")
+            raise NotFound(f"no run {run_id!r} in {self.display_url}; latest runs: {known}")
         return dict(row._mapping)
 
     def done_keys(self, run_id: str) -> set[str]:
@@ -318,9 +381,6 @@ class RunStore:
 
 def _engine(url: str) -> Engine:
     if url.startswith("sqlite"):
-        path = url.split(":///", 1)[1] if ":///" in url else ""
-        if path and path != ":memory:":
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(url, connect_args={"timeout": 60})
 
         @event.listens_for(engine, "connect")

@@ -63,6 +63,34 @@ def test_replay_picks_the_source_episode_of_the_task(env):
     assert play_episode(env, replay, seed=0, task="upgrade").result.reward == 1.0
 
 
+def test_replay_follows_a_synthesized_task_to_its_source_episode(env):
+    """A task synthesized from traces is named ``epNNNNN-...``; its source is in its metadata."""
+    source = play_episode(env, get_policy("oracle"), seed=0, task="upgrade").trajectory
+    source = source.model_copy(update={"id": "trace-17", "simulation": None,
+                                       "task": source.task.model_copy(update={"id": "17"})})
+    other = source.model_copy(update={"id": "trace-18"})
+    replay = ReplayPolicy([other, source])
+    task = env.scenario.task("upgrade").model_copy(
+        update={"id": "ep00001-17", "metadata": {"episode_id": "trace-17"}})
+    assert replay.pick("ep00001-17", 0, episode_id="trace-17") is source
+    replay.reset({"task": {"id": "ep00001-17"}}, task=task, seed=0)
+    assert replay.act({}) == replay_actions(source)[0]
+    with pytest.raises(ValueError, match="no source episode for task 'ep00001-17'"):
+        replay.pick("ep00001-17", 0, episode_id="trace-99")
+
+
+def test_a_one_episode_source_is_replayed_only_for_its_own_task(env):
+    source = play_episode(env, get_policy("oracle"), seed=0, task="upgrade").trajectory
+    replay = ReplayPolicy([source])
+    assert play_episode(env, replay, seed=3, task="upgrade").result.reward == 1.0
+    with pytest.raises(ValueError, match=r"no source episode for task 'note'.*\['upgrade'\]"):
+        play_episode(env, replay, seed=0, task="note")
+    # a bare conversation (no task named anywhere) is the one exception: played for every task
+    bare = source.model_copy(update={"simulation": None,
+                                     "task": source.task.model_copy(update={"id": None})})
+    assert ReplayPolicy([bare]).pick("note", 0) is bare
+
+
 def test_random_calls_are_schema_valid_and_seeded(env):
     jsonschema = pytest.importorskip("jsonschema")
     obs, _ = env.reset(seed=0, options={"task": "upgrade"})

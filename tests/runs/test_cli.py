@@ -89,3 +89,79 @@ def test_export_writes_the_chosen_format(mini, sqlite_url, tmp_path):
     assert len(out.read_text().splitlines()) == 2
     bad = runner.invoke(app, ["export", run["run_id"], "--format", "csv", "--store", sqlite_url])
     assert bad.exit_code == 2 and "--format" in bad.output
+
+
+def _said(result, message: str) -> bool:
+    """Whether the output says ``message`` (the console wraps long lines, even inside paths)."""
+    return "".join(message.split()) in "".join(result.output.split())
+
+
+def test_stress_counts_must_be_positive(mini, sqlite_url):
+    for option in ("--seeds", "--trials"):
+        result = runner.invoke(app, ["stress", mini, "--policy", "oracle", option, "0",
+                                     "--store", sqlite_url])
+        assert result.exit_code == 2, result.output
+        assert f"Invalid value for '{option}'" in result.output
+        assert "validation error" not in result.output
+
+
+def test_reading_commands_never_create_a_store(tmp_path, monkeypatch):
+    """Nor does resuming: the run to resume is in a store that exists."""
+    monkeypatch.chdir(tmp_path)
+    for command in (["report", "latest"], ["export", "latest"], ["stress", "--resume", "r1"]):
+        result = runner.invoke(app, [*command, "--store", "missing.db"])
+        assert result.exit_code == 2, result.output
+        assert _said(result, f"no run store at sqlite:///{tmp_path / 'missing.db'}")
+        assert "Traceback" not in result.output
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_stress_creates_a_store_file_but_no_folders(mini, tmp_path):
+    missing = tmp_path / "no" / "such" / "runs.db"
+    result = runner.invoke(app, ["stress", mini, "--policy", "oracle", "--store", str(missing)])
+    assert result.exit_code == 2, result.output
+    assert _said(result, f"the folder {missing.parent} does not exist")
+    assert not (tmp_path / "no").exists()
+    stress(mini, "--policy", "oracle", "--seeds", "1", "--workers", "0",
+           "--store", str(tmp_path / "new.db"))
+    assert (tmp_path / "new.db").is_file()
+
+
+def test_an_unreachable_store_is_one_line_without_the_password(mini):
+    url = "postgresql://u:secret-pw@127.0.0.1:1/db"
+    for command in (["report", "latest"], ["export", "latest"],
+                    ["stress", mini, "--policy", "oracle"]):
+        result = runner.invoke(app, [*command, "--store", url])
+        assert result.exit_code == 2, (command, result.output)
+        assert _said(result, "cannot open the run store postgresql+psycopg://u:***@127.0.0.1:1/db")
+        assert not _said(result, "secret-pw") and "Traceback" not in result.output
+        assert len(result.output.strip().splitlines()) <= 4  # one message, however wrapped
+
+
+def test_exported_ids_are_unique_per_episode(mini, harsh_profile, sqlite_url, tmp_path):
+    run = stress(mini, "--policy", "retrying", "--faults", harsh_profile, "--seeds", "2",
+                 "--trials", "2", "--workers", "0", "--store", sqlite_url)
+    assert run["episodes"] == 2 * 2 * 2 * 2
+    for fmt in ("openai-jsonl", "native"):
+        out = tmp_path / f"{fmt}.jsonl"
+        result = runner.invoke(app, ["export", run["run_id"], "--format", fmt, "--out", str(out),
+                                     "--store", sqlite_url])
+        assert result.exit_code == 0, result.output
+        rows = [json.loads(line) for line in out.read_text().splitlines()]
+        ids = [row["id"] for row in rows]
+        assert len(ids) == len(set(ids)) == 16, fmt
+        key = rows[0]["metadata"]["key"] if fmt == "openai-jsonl" else \
+            rows[0]["outcome"]["labels"]["key"]
+        assert ids[0] == f"{run['run_id']}/{key}"
+
+
+def test_replaying_the_source_traces_against_their_synthesized_pack(shared_data, tmp_path):
+    """The audit's case: every episode of the tau2 airline file replays in the pack made from
+    it (none invalid for want of a source episode)."""
+    from simforge.synth.build import synthesize
+
+    traces = shared_data / "tau2-bench/results/gpt-4.1_airline_default_gpt-4.1_1trials.json"
+    synthesize([traces], tmp_path / "pack")
+    out = stress(str(tmp_path / "pack" / "scenario.yaml"), "--policy", f"replay:{traces}",
+                 "--workers", "0", "--store", str(tmp_path / "runs.db"))
+    assert out["episodes"] == 20 and out["invalid"] == 0

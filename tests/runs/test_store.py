@@ -6,7 +6,7 @@ import pytest
 
 from simforge.config import NotFound
 from simforge.runs.matrix import RunConfig, plan
-from simforge.runs.store import RunStore, normalise_url
+from simforge.runs.store import RunStore, StoreError, normalise_url, redact_url
 from simforge.runs.worker import run_cells
 
 
@@ -88,6 +88,28 @@ def test_store_urls_are_normalised(tmp_path):
     assert normalise_url("postgresql://u@h/db") == "postgresql+psycopg://u@h/db"
     assert normalise_url(str(tmp_path / "a.db")) == f"sqlite:///{tmp_path / 'a.db'}"
     assert normalise_url("sqlite:///x.db") == "sqlite:///x.db"
+
+
+def test_opening_checks_the_store_instead_of_creating_it(tmp_path):
+    with pytest.raises(StoreError, match="does not exist"):
+        RunStore(str(tmp_path / "missing.db"), create=False)
+    with pytest.raises(StoreError, match=r"folder .* does not exist"):
+        RunStore(str(tmp_path / "no" / "runs.db"))
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "other.db").write_bytes(b"")
+    with pytest.raises(StoreError, match="not a simforge run store"):
+        RunStore(str(tmp_path / "other.db"), create=False)
+    RunStore(str(tmp_path / "runs.db")).close()  # a new file in an existing folder is fine
+    assert RunStore(str(tmp_path / "runs.db"), create=False).runs() == []
+
+
+def test_an_unreachable_store_names_itself_without_the_password():
+    assert redact_url("postgresql+psycopg://u:pw@h:5432/db") == "postgresql+psycopg://u:***@h:5432/db"
+    with pytest.raises(StoreError) as caught:
+        RunStore("postgresql://u:pw@127.0.0.1:1/db", create=False)
+    message = str(caught.value)
+    assert message.startswith("cannot open the run store postgresql+psycopg://u:***@127.0.0.1:1")
+    assert "pw@" not in message and "\n" not in message
 
 
 def test_a_batch_with_a_stored_cell_writes_the_others(store_url, records):
