@@ -31,6 +31,7 @@ from typing import Any
 
 import orjson
 
+from simforge.jsonio import dumps
 from simforge.runs.store import RunStore
 from simforge.trace.episode import Episode, Outcome
 from simforge.trace.export import to_native, to_openai
@@ -113,7 +114,7 @@ def _jsonl(path: Path, items: Iterator[dict[str, Any]]) -> int:
     n = 0
     with path.open("wb") as f:
         for item in items:
-            f.write(orjson.dumps(item, default=str) + b"\n")
+            f.write(dumps(item, default=str) + b"\n")
             n += 1
     return n
 

@@ -23,6 +23,8 @@ from typing import Any
 import orjson
 import yaml
 
+from simforge.jsonio import dumps
+
 FORMAT = "simforge-synth/1"
 MANIFEST = "pack.yaml"
 TOOLS = "tools.json"
@@ -54,9 +56,9 @@ def write_pack(
         "files": {"tools": TOOLS, "world": WORLD, "replay": REPLAY, "scenario": SCENARIO},
     }
     (out / MANIFEST).write_text(yaml.dump(manifest, Dumper=_Dumper, sort_keys=False))
-    (out / TOOLS).write_bytes(orjson.dumps(tools, option=orjson.OPT_INDENT_2))
-    (out / WORLD).write_bytes(gzip.compress(orjson.dumps(world), compresslevel=6, mtime=0))
-    (out / REPLAY).write_bytes(gzip.compress(orjson.dumps(replay), compresslevel=6, mtime=0))
+    (out / TOOLS).write_bytes(dumps(tools, option=orjson.OPT_INDENT_2))
+    (out / WORLD).write_bytes(gzip.compress(dumps(world), compresslevel=6, mtime=0))
+    (out / REPLAY).write_bytes(gzip.compress(dumps(replay), compresslevel=6, mtime=0))
     (out / SCENARIO).write_text(
         yaml.dump(scenario, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
     )

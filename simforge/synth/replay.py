@@ -16,9 +16,11 @@ from typing import Any
 
 import orjson
 
+from simforge.jsonio import dumps
+
 
 def canonical(args: Any) -> bytes:
-    return orjson.dumps(args, option=orjson.OPT_SORT_KEYS)
+    return dumps(args, option=orjson.OPT_SORT_KEYS)
 
 
 @dataclass(frozen=True)

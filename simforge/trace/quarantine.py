@@ -12,8 +12,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Final
 
-import orjson
-
+from simforge.jsonio import dumps
 from simforge.trace.errors import Location
 
 RAW_HEAD: Final = 2000
@@ -61,7 +60,7 @@ class Quarantine:
         entry["raw"] = text
         if cut:
             entry["raw_chars"] = len(raw)
-        self._file.write(orjson.dumps(entry) + b"\n")
+        self._file.write(dumps(entry) + b"\n")
 
     def close(self) -> None:
         if self._file is not None:

@@ -28,6 +28,7 @@ from typing import IO, Any, Final
 import ijson
 import orjson
 
+from simforge.jsonio import dumps
 from simforge.trace.detect import Layout, skeleton, sniff_layout
 from simforge.trace.errors import Location, TraceFormatError
 
@@ -90,10 +91,7 @@ class Record:
             return self.raw.decode("utf-8", errors="replace").rstrip("\r\n")
         if self._value is _UNSET:
             return ""
-        try:
-            return orjson.dumps(self._value, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
-        except TypeError:
-            return repr(self._value)
+        return dumps(self._value, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
 class Document:

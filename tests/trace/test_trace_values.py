@@ -3,6 +3,7 @@ not hold."""
 
 from __future__ import annotations
 
+import gzip
 import json
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -82,3 +83,31 @@ def test_integers_beyond_64_bits_never_break_ingestion_or_export(tmp_path: Path)
     arguments = row["messages"][1]["tool_calls"][0]["function"]["arguments"]
     assert json.loads(arguments) == {"order": big}
     assert dumps({"order": big}) == f'{{"order":{big}}}'
+
+
+def test_integers_beyond_64_bits_reach_quarantine_and_packs_as_json(tmp_path: Path) -> None:
+    from simforge.synth.build import synthesize
+    from simforge.trace.episode import Episode, Message, Source, ToolCall
+
+    big = 2**70 + 3
+    calls = [ToolCall(call_id="c1", tool="get_order", args={"order_id": "O-1", "ref": big},
+                      result={"order_id": "O-1", "ref": big, "status": "paid"},
+                      message_index=1)]
+    episode = Episode(id="e1", source=Source(format="native"), tool_calls=calls, messages=[
+        Message(role="user", content="where is my order"),
+        Message(role="assistant", tool_call_ids=["c1"]), Message(role="tool", call_id="c1"),
+        Message(role="assistant", content="it is paid")])
+    native = tmp_path / "episodes.jsonl"
+    native.write_bytes(to_native(episode) + b"\n" + b'{"id": "broken", "ref": ' +
+                       str(big).encode() + b"}\n")
+    quarantine = tmp_path / "rejected.jsonl"
+
+    result = ingest(native, keep=True, quarantine=quarantine)
+
+    assert (result.episodes, result.rejected) == (1, 1)
+    (entry,) = [json.loads(line) for line in quarantine.read_text().splitlines()]
+    assert json.loads(entry["raw"]) == {"id": "broken", "ref": big}
+    report = synthesize([], tmp_path / "pack", episodes=result.collected, holdout=0.0)
+    assert report.train == 1
+    replay = (tmp_path / "pack" / "replay.json.gz").read_bytes()
+    assert str(big).encode() in gzip.decompress(replay)

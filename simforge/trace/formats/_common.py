@@ -8,13 +8,13 @@ measured on the tau-bench file, pydantic's Rust validator builds the whole tree 
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any
 
 import orjson
 from pydantic import ValidationError
 
+from simforge import jsonio
 from simforge.trace.episode import Episode
 from simforge.trace.errors import Location, TraceFormatError
 
@@ -24,10 +24,8 @@ _fromisoformat = datetime.fromisoformat
 
 
 def dumps(value: Any) -> str:
-    try:
-        return orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
-    except TypeError:  # an integer beyond 64 bits (native episodes keep them exact)
-        return json.dumps(value, default=str, ensure_ascii=False, separators=(",", ":"))
+    """Compact JSON text of a value from a trace (integers beyond 64 bits included)."""
+    return jsonio.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
 def parse_args(value: Any) -> tuple[dict[str, Any] | None, str | None, str | None]:
