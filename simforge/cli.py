@@ -15,6 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from simforge.audit.cli import register as register_audit
+from simforge.console import make_console
 from simforge.faults.cli import register as register_faults
 from simforge.runs.cli import register as register_runs
 from simforge.serve.cli import register as register_serve
@@ -37,8 +38,8 @@ register_serve(app)
 register_runs(app)
 register_audit(app)
 
-console = Console()
-err_console = Console(stderr=True)
+console = make_console()
+err_console = make_console(stderr=True)
 
 
 @contextmanager

@@ -151,3 +151,14 @@ def test_run_policy_errors_are_one_line_and_exit_2(tmp_path, monkeypatch):
 def test_run_seeds_must_be_positive():
     result = runner.invoke(app, ["run", MINI, "--seeds", "0"])
     assert result.exit_code == 2 and "Invalid value for '--seeds'" in result.output
+
+
+def test_piped_output_is_wide_enough_for_the_reports(monkeypatch):
+    """Rich lays out at 80 columns off a terminal, cutting task and tool names; the CLI's
+    consoles take 160 there, unless $COLUMNS says otherwise."""
+    from simforge.console import PIPED_WIDTH, make_console
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    assert make_console().width == PIPED_WIDTH  # pytest captures stdout: not a terminal
+    monkeypatch.setenv("COLUMNS", "100")
+    assert make_console().width == 100

@@ -7,10 +7,11 @@ import sys
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-console = Console()
+from simforge.console import make_console
+
+console = make_console()
 
 
 def audit_command(

@@ -6,11 +6,12 @@ import json
 import sys
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from simforge.console import make_console
+
 faults_app = typer.Typer(no_args_is_help=True, help="Fault kinds and profiles.")
-console = Console()
+console = make_console()
 
 
 @faults_app.command("list")

@@ -61,8 +61,22 @@ def rate(episodes: Iterable[Episode]) -> dict[str, Any]:
     }
 
 
+def reported_ks(n: int) -> list[int]:
+    """The k a report shows for groups of ``n`` attempts: 1 to 8, then powers of two, and
+    ``n`` itself (300 seeds give 15 values, not 300)."""
+    ks = set(range(1, min(n, 8) + 1))
+    power = 16
+    while power <= n:
+        ks.add(power)
+        power *= 2
+    if n >= 1:
+        ks.add(n)
+    return sorted(ks)
+
+
 def pass_hat_ks(episodes: Iterable[Episode]) -> dict[int, float]:
-    """pass^k for k = 1 .. the smallest group's size (every group has k attempts to draw)."""
+    """pass^k for k up to the smallest group's size (every group has k attempts to draw), at
+    the k of :func:`reported_ks`."""
     groups: dict[tuple[str, str, str], list[bool]] = defaultdict(list)
     for e in _valid(episodes):
         groups[(e["scenario"], e["task"], e["profile"])].append(bool(e["passed"]))
@@ -71,7 +85,7 @@ def pass_hat_ks(episodes: Iterable[Episode]) -> dict[int, float]:
     smallest = min(len(v) for v in groups.values())
     return {
         k: round(statistics.fmean(pass_hat_k(len(v), sum(v), k) for v in groups.values()), 6)
-        for k in range(1, smallest + 1)
+        for k in reported_ks(smallest)
     }
 
 

@@ -15,13 +15,14 @@ import warnings
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-_err = Console(stderr=True)
-_out = Console()
+from simforge.console import make_console
+
+_err = make_console(stderr=True)
+_out = make_console()
 
 
 def _fail(message: str, code: int) -> typer.Exit:

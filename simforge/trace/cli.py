@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from simforge.console import make_console
 from simforge.trace.errors import FormatPluginError, StrictModeAbort
 from simforge.trace.export import EpisodeWriter
 from simforge.trace.ingest import IngestResult, ProgressCallback, ingest, iter_episodes
@@ -33,7 +33,7 @@ StrictOpt = Annotated[bool, typer.Option("--strict", help="Stop at the first bad
 
 
 def _fail(message: str, code: int) -> typer.Exit:
-    Console(stderr=True).print(f"[red]error:[/red] {message}", highlight=False)
+    make_console(stderr=True).print(f"[red]error:[/red] {message}", highlight=False)
     return typer.Exit(code)
 
 
@@ -43,7 +43,7 @@ def _progress_bar(enabled: bool) -> tuple[Progress | None, ProgressCallback | No
     bar = Progress(
         TextColumn("[bold]ingesting"), BarColumn(), DownloadColumn(),
         TextColumn("{task.fields[episodes]} episodes"), TimeRemainingColumn(),
-        console=Console(stderr=True), transient=True,
+        console=make_console(stderr=True), transient=True,
     )
     task = bar.add_task("ingest", total=None, episodes=0)
 
@@ -104,7 +104,7 @@ def ingest_command(
     if as_json:
         typer.echo(json.dumps(result.to_json(), indent=2))
     else:
-        console = Console()
+        console = make_console()
         console.print(_table(result))
         console.print(f"formats: {result.formats or '{}'}", highlight=False)
         if result.rejected:
@@ -142,7 +142,7 @@ def export_command(
                 writer.write(episode)
     except StrictModeAbort as exc:
         raise _fail(f"{exc} (strict mode)", 2) from None
-    Console(stderr=True).print(
+    make_console(stderr=True).print(
         f"wrote {writer.count} episodes to {out} ({to}); {result.rejected} records rejected",
         highlight=False)
     if not result.ok:

@@ -116,3 +116,10 @@ def test_distributions_give_quantiles():
     d = distribution([float(i) for i in range(1, 101)])
     assert (d["n"], d["p50"], d["p90"], d["max"]) == (100, 51.0, 91.0, 100.0)
     assert distribution([])["mean"] is None
+
+
+def test_pass_hat_k_is_reported_at_a_bounded_set_of_k():
+    episodes = [ep(seed=s, passed=s % 10 != 0) for s in range(300)]
+    ks = list(pass_hat_ks(episodes))
+    assert ks == [1, 2, 3, 4, 5, 6, 7, 8, 16, 32, 64, 128, 256, 300]
+    assert list(pass_hat_ks(episodes[:5])) == [1, 2, 3, 4, 5]
