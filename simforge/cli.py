@@ -163,13 +163,17 @@ def demo(
     )
     wide.print(demo_table(result.episodes))
     careful = [e for e in result.episodes if e["policy"] == POLICIES[0]]
-    solved = sum(1 for e in careful if e["passed"])
+    graded = [e for e in careful if e["reward"] is not None]
+    solved = sum(1 for e in graded if e["passed"])
+    ungraded = len(careful) - len(graded)
     floor = [e for e in result.episodes if e["policy"] in POLICIES[1:]]
+    aside = f" ({ungraded} more invalid or ungraded: see the table)" if ungraded else ""
     wide.print(
         f"{len(result.episodes)} episodes over "
         f"{len({e['scenario'] for e in result.episodes})} scenarios: "
-        f"the careful reference client passed {solved}/{len(careful)}; the no-op and the cheater "
-        f"scored {sum((e['reward'] or 0) for e in floor):.1f} in total over {len(floor)} episodes."
+        f"the careful reference client passed {solved}/{len(graded)}{aside}; the no-op and the "
+        f"cheater scored {sum((e['reward'] or 0) for e in floor):.1f} in total over "
+        f"{len(floor)} episodes."
     )
     wide.print(
         f"run store: {result.store}  ({', '.join(f'{p}: {r}' for p, r in result.runs.items())})"

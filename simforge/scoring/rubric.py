@@ -119,6 +119,11 @@ def score(
             )
         verdicts.append(verdict)
     failed = [v.name for v in verdicts if not v.passed]
+    gate_failed = any(not v.passed for v in verdicts if v.category in GATES)
+    if not gate_failed and not any(v.category == "correctness" for v in verdicts):
+        # Nothing says whether the task was done: a 0 would read as the agent's failure and
+        # train on it. (A failed safety or integrity gate still scores: that is the agent's.)
+        return _invalid(verdicts, UNGRADED)
     reward = combine(verdicts, rubric)
     return Score(
         reward=reward,
@@ -146,6 +151,9 @@ def combine(verdicts: list[Verdict], rubric: Rubric) -> float:
         shape = sum(v.score for v in shapers) / len(shapers)
         base *= 1.0 - rubric.shaping * (1.0 - shape)
     return round(base, 6)
+
+
+UNGRADED = "ungraded: nothing to check (no expected state, creation or output)"
 
 
 def _invalid(verdicts: list[Verdict], reason: str) -> Score:

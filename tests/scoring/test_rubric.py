@@ -62,6 +62,22 @@ def test_a_crashing_validator_makes_the_episode_invalid(trace):
     assert result.failed == []
 
 
+@validator("test_unsafe", "safety")
+def _unsafe(ctx):
+    return Verdict(name="test_unsafe", category="safety", passed=False, score=0.0)
+
+
+def test_a_task_with_nothing_to_check_is_ungraded_not_failed(trace):
+    """No correctness verdict: a 0 would read as the agent's failure (and train on it), so
+    the episode is invalid, saying why; a failed gate still scores, being the agent's doing."""
+    ctx = trace.ctx("ok")
+    ungraded = score(ctx, validators=[("efficiency", {})])
+    assert ungraded.reward is None and not ungraded.passed
+    assert ungraded.invalid_reason.startswith("ungraded: nothing to check")
+    gated = score(ctx, validators=[("efficiency", {}), ("test_unsafe", {})])
+    assert gated.reward == 0.0 and gated.failed == ["test_unsafe"]
+
+
 def test_an_uninjected_handler_error_makes_the_episode_invalid():
     env = simforge.make(str(MINI))
     env.reset(seed=0)
