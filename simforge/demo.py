@@ -5,12 +5,14 @@ hand-written scenario and the synthesized one are run with three baseline polici
 reference solution played by a careful, retrying client; a no-op; a cheater), without faults and
 under a fault profile, paired by seed. Every episode is scored by the validators and stored in a
 run store; the table shows the rewards side by side with the validators that failed, and an HTML
-report of the careful client's run is written next to the store. When a new stage joins the
+report of every run is written next to the store (``report.html``, the careful client's, lists
+them all and links to the others, in ``reports/``). When a new stage joins the
 pipeline it joins here, so that the demo stays the one place where all of it is shown.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -136,13 +138,32 @@ def run_demo(
         keep = name == POLICIES[0]
         execute(store, run, workers=workers, trajectories=keep, on_record=on_record)
         result.runs[name] = run.run_id
-    careful = result.runs[POLICIES[0]]
-    episodes = store.episodes(careful)
-    result.report = write_html(
-        out / "report.html", summarize(episodes, run_id=careful), store.run(careful), episodes
-    )
+    # one report per run, each listing all of them; report.html is the careful client's
+    summaries = {}
+    for name, run_id in result.runs.items():
+        episodes = store.episodes(run_id)
+        summaries[name] = (summarize(episodes, run_id=run_id), store.run(run_id), episodes)
+    files = {name: "report.html" if name == POLICIES[0] else f"reports/{_slug(name)}.html"
+             for name in result.runs}
+    for name, (summary, run_row, episodes) in summaries.items():
+        here = (out / files[name]).parent
+        others = [
+            {"name": other, "run_id": s["run_id"], "episodes": s["episodes"],
+             "invalid": s["invalid"], "pass_rate": s["pass_rate"], "mean_reward": s["mean_reward"],
+             "href": None if other == name
+             else os.path.relpath(out / files[other], start=here)}
+            for other, (s, _, _) in summaries.items()
+        ]
+        path = write_html(out / files[name], summary, run_row, episodes, others)
+        if name == POLICIES[0]:
+            result.report = path
     store.close()
     return result
+
+
+def _slug(name: str) -> str:
+    """``cheater (synthesized)`` -> ``cheater-synthesized``."""
+    return "-".join("".join(c if c.isalnum() else " " for c in name).split())
 
 
 def _synth_summary(report: Any, pack_dir: Path) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -92,6 +93,15 @@ def test_demo_runs_the_whole_pipeline(tmp_path):
     assert data["ingest"]["episodes"] > 0 and data["ingest"]["rejected"] == 0
     assert data["synth"]["tools"] > 0 and (tmp_path / "synth-pack" / "pack.yaml").is_file()
     assert Path(data["report"]).is_file() and "<svg" in Path(data["report"]).read_text()
+    # every run has a report, and each lists all of them with links that resolve
+    report = Path(data["report"])
+    reports = [report, *sorted((tmp_path / "reports").glob("*.html"))]
+    assert len(reports) == len(data["runs"]) == 6
+    for page in reports:
+        html = page.read_text()
+        assert "Runs side by side" in html and html.count("</tr>") > 6
+        for href in re.findall(r'href="([^"]+)"', html):
+            assert (page.parent / href).is_file(), (page, href)
     episodes = [e for e in data["episodes"] if not e["scenario"].startswith("synth/")]
     by_policy = {p: [e for e in episodes if e["policy"] == p] for p in ("retrying", "noop", "cheater")}
     assert all(by_policy.values())

@@ -63,8 +63,14 @@ def charts(summary: dict[str, Any], episodes: list[dict[str, Any]]) -> dict[str,
 
 
 def render_html(
-    summary: dict[str, Any], run: dict[str, Any] | None, episodes: list[dict[str, Any]]
+    summary: dict[str, Any],
+    run: dict[str, Any] | None,
+    episodes: list[dict[str, Any]],
+    others: list[dict[str, Any]] | None = None,
 ) -> str:
+    """The report of one run; ``others`` lists runs shown beside it (``name``, ``run_id``,
+    ``episodes``, ``invalid``, ``pass_rate``, ``mean_reward``, ``href`` to their own report, or
+    ``None`` for this one)."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATES)),
         autoescape=jinja2.select_autoescape(["html", "j2"]),
@@ -74,6 +80,7 @@ def render_html(
     return template.render(
         summary=summary,
         tasks=worst_first(summary["by_task"]),
+        others=others or [],
         run=run or {},
         charts=charts(summary, episodes),
         generated=time.strftime("%Y-%m-%d %H:%M:%S"),
@@ -87,8 +94,9 @@ def write_html(
     summary: dict[str, Any],
     run: dict[str, Any] | None,
     episodes: list[dict[str, Any]],
+    others: list[dict[str, Any]] | None = None,
 ) -> Path:
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_html(summary, run, episodes), encoding="utf-8")
+    out.write_text(render_html(summary, run, episodes, others), encoding="utf-8")
     return out
