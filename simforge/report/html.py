@@ -46,7 +46,10 @@ def charts(summary: dict[str, Any], episodes: list[dict[str, Any]]) -> dict[str,
     return {
         "profiles": svg.bars_with_ci(summary["by_fault"], title="pass rate by fault profile "
                                      "(95% Wilson interval)", colors=colors),
-        "pass_hat_k": svg.line_chart(curves, title="pass^k by fault profile", colors=colors),
+        "pass_hat_k": svg.line_chart(curves, title="pass^k by fault profile", colors=colors)
+        if any(len(c) > 1 for c in curves.values())
+        else svg.note("pass^k by fault profile", "pass^k needs two or more attempts per task "
+                      "and profile (seeds x trials); this run has one"),
         "heatmap": svg.heatmap(rows, cols, cells, title="robustness: scenario x fault kind "
                                "(pass rate, delta vs none)") if cells else "",
         "latency": svg.histogram(latencies, title="tool call latency",

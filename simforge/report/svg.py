@@ -42,6 +42,13 @@ def _axes(x0: int, y0: int, w: int, h: int, ymax: float, yfmt: str = "{:.0%}") -
     return out
 
 
+def note(title: str, text: str, width: int = 520, height: int = 120) -> str:
+    """A chart's place, titled, holding a sentence instead of a plot that would mislead."""
+    body = [_text(width / 2, 16, title, extra='font-weight="bold"'),
+            _text(width / 2, height / 2 + 4, text)]
+    return _svg(width, height, body, title)
+
+
 def line_chart(series: dict[str, dict[int, float]], *, title: str, xlabel: str = "k",
                width: int = 520, height: int = 280,
                colors: dict[str, str] | None = None) -> str:

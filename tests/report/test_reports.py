@@ -115,3 +115,10 @@ def test_the_terminal_tasks_table_says_how_many_rows_it_left_out():
     text = console.export_text()
     assert "5 more rows" in text
     assert text.index("t01") < text.index("t00"), "worst first"
+
+
+def test_pass_hat_k_with_one_attempt_per_task_is_a_sentence_not_a_lone_point():
+    episodes = [_episode("t", "none", 0, True), _episode("u", "none", 0, False)]
+    html = render_html(summarize(episodes, run_id="r"), {"id": "r"}, episodes)
+    curves = next(part for part in html.split("<svg")[1:] if "pass^k by fault profile" in part)
+    assert "needs two or more attempts" in curves and "<polyline" not in curves
