@@ -239,27 +239,40 @@ class Document:
         for index, value in enumerate(container):
             yield Record(Location(path, index=index, pointer=f"{name}[{index}]"), value=value)
 
-    def _items_streamed(self, prefix: str) -> Iterator[Record]:
+    def _items_streamed(self, prefix: str, backend: Any = ijson) -> Iterator[Record]:
+        """Items streamed with ijson's C backend; from an integer beyond 64 bits on, which
+        yajl refuses though JSON allows it, with ijson's Python backend (slower, exact)."""
         path = self.path
         name = prefix[: -len(".item")] if prefix.endswith(".item") else ""
         index = -1
         try:
             with self.open() as stream:
                 if prefix == "":
-                    value = next(ijson.items(stream, "", use_float=True))
+                    value = next(backend.items(stream, "", use_float=True))
                     yield Record(Location(path), value=value)
                     return
-                for index, value in enumerate(ijson.items(stream, prefix, use_float=True)):
+                for index, value in enumerate(backend.items(stream, prefix, use_float=True)):
                     yield Record(
                         Location(path, index=index, pointer=f"{name}[{index}]"), value=value
                     )
-        except (ijson.JSONError, StopIteration, *_READ_ERRORS) as exc:
-            offset = self.bytes_read()
-            where = f"{name}[{index + 1}]" if prefix != "" else None
-            yield Record(
-                Location(path, index=index + 1, offset=offset, pointer=where),
-                error=f"invalid JSON after this point: {exc}",
-            )
+        except ijson.JSONError as exc:
+            if backend is ijson and "integer overflow" in str(exc):
+                done = index + 1
+                for record in self._items_streamed(prefix, ijson.get_backend("python")):
+                    if record.location.index is None or record.location.index >= done:
+                        yield record
+                return
+            yield self._broken_at(name, prefix, index, exc)
+        except (StopIteration, *_READ_ERRORS) as exc:
+            yield self._broken_at(name, prefix, index, exc)
+
+    def _broken_at(self, name: str, prefix: str, index: int, exc: BaseException) -> Record:
+        offset = self.bytes_read()
+        where = f"{name}[{index + 1}]" if prefix != "" else None
+        return Record(
+            Location(self.path, index=index + 1, offset=offset, pointer=where),
+            error=f"invalid JSON after this point: {exc}",
+        )
 
     def top_level(self, key: str) -> Any:
         """The value of one top-level key of an object document (small values only)."""

@@ -111,3 +111,16 @@ def test_integers_beyond_64_bits_reach_quarantine_and_packs_as_json(tmp_path: Pa
     assert report.train == 1
     replay = (tmp_path / "pack" / "replay.json.gz").read_bytes()
     assert str(big).encode() in gzip.decompress(replay)
+
+
+def test_a_streamed_document_reads_on_past_an_integer_beyond_64_bits(tmp_path: Path) -> None:
+    """ijson's C backend refuses such integers mid-stream; the rest of the file is not lost."""
+    from simforge.trace.reader import Document
+
+    items = [{"n": 1}, {"n": 2**70 + 1}, {"n": 3}, {"n": 4}]
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(items, indent=1))
+    records = list(Document(path, whole_limit=10).items("item"))
+    assert [r.error for r in records] == [None] * 4
+    assert [r.value["n"] for r in records] == [1, 2**70 + 1, 3, 4]
+    assert [r.location.index for r in records] == [0, 1, 2, 3]
