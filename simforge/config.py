@@ -58,6 +58,23 @@ def parse_model(
         raise error(path, [_describe(err, node) for err in exc.errors(include_url=False)]) from None
 
 
+def line_of(path: Path | str, loc: list[Any]) -> int | None:
+    """The 1-based line of the field at ``loc`` in the YAML file ``path`` (or of its nearest
+    existing parent), for problems found after the file was parsed: unknown tools and entities,
+    bad seed rows. ``None`` when the file cannot be read again."""
+    try:
+        root = yaml.compose(Path(path).read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
+    except (OSError, yaml.YAMLError):
+        return None
+    return _locate(root, loc)[1]
+
+
+def at_line(path: Path | str | None, loc: list[Any], problem: str) -> str:
+    """``problem`` prefixed with ``line N: `` when ``loc`` can be found in ``path``."""
+    line = line_of(path, loc) if path is not None else None
+    return f"line {line}: {problem}" if line else problem
+
+
 def _describe(err: Any, root: yaml.Node | None) -> str:
     loc, line = _locate(root, list(err["loc"]))
     field = ".".join(str(p) for p in loc) or "(top level)"

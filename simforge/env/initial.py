@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from simforge.config import at_line
 from simforge.scenario.loader import ScenarioError
 from simforge.scenario.model import Task
 from simforge.scenario.registry import LoadedScenario
@@ -49,11 +50,17 @@ def _build(loaded: LoadedScenario, task: Task) -> dict[str, dict[str, Row]]:
                 table[id] = schema.validate_row(merged)
             except Exception as exc:
                 where = loaded.path or loaded.scenario.id
-                raise ScenarioError(
-                    where, [f"task {task.id!r}: initial_state.{entity}.{id}: {_first_error(exc)}"]
-                ) from None
+                index = next(i for i, t in enumerate(loaded.scenario.tasks) if t.id == task.id)
+                problem = f"task {task.id!r}: initial_state.{entity}.{id}: {_first_error(exc)}"
+                loc = ["tasks", index, "initial_state", entity, id, *_first_field(exc)]
+                raise ScenarioError(where, [at_line(loaded.path, loc, problem)]) from None
         out[entity] = table
     return out
+
+
+def _first_field(exc: Exception) -> list[Any]:
+    errors = getattr(exc, "errors", None)
+    return list(errors()[0]["loc"]) if callable(errors) else []
 
 
 def _first_error(exc: Exception) -> str:

@@ -10,13 +10,14 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from simforge.config import NotFound
+from simforge.config import NotFound, at_line
 from simforge.faults.library import resolve_profile
 from simforge.paths import resource_dirs
 from simforge.scenario.loader import ScenarioError, load_scenario
 from simforge.scenario.model import Scenario
-from simforge.scenario.plugins import load_pack
+from simforge.scenario.plugins import PluginError, load_pack
 from simforge.synth.pack_files import MANIFEST
 from simforge.tools.pack import Pack
 
@@ -81,7 +82,10 @@ class ScenarioRegistry:
 
         load_validator_plugins()  # eagerly: a broken plugin fails here, naming its file
         scenario = load_scenario(path)
-        pack = load_pack(scenario.pack, relative_to=path.parent)
+        try:
+            pack = load_pack(scenario.pack, relative_to=path.parent)
+        except PluginError as exc:
+            raise ScenarioError(path, [at_line(path, ["pack"], f"pack: {exc}")]) from None
         _check_references(scenario, pack, path)
         return LoadedScenario(scenario, pack, path)
 
@@ -90,52 +94,58 @@ class ScenarioRegistry:
 
 
 def _check_references(scenario: Scenario, pack: Pack, path: Path) -> None:
-    """Tools and entities named by tasks exist in the pack (caught at load, not mid-episode)."""
-    problems = []
-    for task in scenario.tasks:
-        for entity in [*task.initial_state, *task.expected.state]:
-            if entity not in pack.schemas:
-                problems.append(
-                    f"task {task.id!r}: unknown entity {entity!r}; pack has {sorted(pack.schemas)}"
-                )
-        for created in task.expected.created:
+    """Tools and entities named by tasks exist in the pack (caught at load, not mid-episode);
+    each problem names the line of the file it is on."""
+    problems: list[tuple[list[Any], str]] = []
+    for t, task in enumerate(scenario.tasks):
+        here: list[Any] = ["tasks", t]
+        for field, entities in (("initial_state", task.initial_state),
+                                ("expected", task.expected.state)):
+            for entity in entities:
+                if entity not in pack.schemas:
+                    loc = [*here, field, entity] if field == "initial_state" else \
+                        [*here, "expected", "state", entity]
+                    problems.append((loc, f"task {task.id!r}: unknown entity {entity!r}; pack "
+                                          f"has {sorted(pack.schemas)}"))
+        for c, created in enumerate(task.expected.created):
             if created.entity not in pack.schemas:
-                problems.append(
-                    f"task {task.id!r}: unknown entity {created.entity!r} in expected.created"
-                )
+                problems.append(([*here, "expected", "created", c, "entity"],
+                                 f"task {task.id!r}: unknown entity {created.entity!r} in "
+                                 "expected.created"))
         for i, step in enumerate(task.oracle):
-            for call in step.calls:
+            for k, call in enumerate(step.calls):
                 if call.tool not in pack.catalog:
-                    problems.append(
-                        f"task {task.id!r}: oracle step {i} calls unknown tool {call.tool!r}"
-                    )
+                    problems.append(([*here, "oracle", i, "calls", k, "tool"],
+                                     f"task {task.id!r}: oracle step {i} calls unknown tool "
+                                     f"{call.tool!r}"))
     problems.extend(_check_validators(scenario))
-    for name in scenario.faults.profiles:
+    for p, name in enumerate(scenario.faults.profiles):
         try:
             resolve_profile(name, scenario.faults.custom)
         except KeyError as exc:
-            problems.append(f"faults.profiles: {exc.args[0]}")
+            problems.append((["faults", "profiles", p], f"faults.profiles: {exc.args[0]}"))
     if problems:
-        raise ScenarioError(path, problems)
+        raise ScenarioError(path, [at_line(path, loc, problem) for loc, problem in problems])
 
 
-def _check_validators(scenario: Scenario) -> list[str]:
+def _check_validators(scenario: Scenario) -> list[tuple[list[Any], str]]:
     """Every validator a scenario or task names is registered and its params fit it."""
     from simforge.scoring import VALIDATORS
 
-    configs = [("validators", v) for v in scenario.validators] + [
-        (f"task {task.id!r}: validators", v) for task in scenario.tasks for v in task.validators
+    configs = [(["validators", v], "validators", config)
+               for v, config in enumerate(scenario.validators)] + [
+        (["tasks", t, "validators", v], f"task {task.id!r}: validators", config)
+        for t, task in enumerate(scenario.tasks) for v, config in enumerate(task.validators)
     ]
-    problems = []
-    for where, config in configs:
+    problems: list[tuple[list[Any], str]] = []
+    for loc, where, config in configs:
         definition = VALIDATORS.get(config.name)
         if definition is None:
-            problems.append(
-                f"{where}: unknown validator {config.name!r}; known: {sorted(VALIDATORS)}"
-            )
+            problems.append((loc, f"{where}: unknown validator {config.name!r}; known: "
+                                  f"{sorted(VALIDATORS)}"))
             continue
         problems.extend(
-            f"{where}: validator {config.name!r}: {problem}"
+            (loc, f"{where}: validator {config.name!r}: {problem}")
             for problem in definition.check(dict(config.params))
         )
     return problems

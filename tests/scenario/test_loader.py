@@ -79,6 +79,43 @@ def test_registry_checks_tools_and_entities_against_the_pack(tmp_path):
     assert str(path) in str(info.value)
 
 
+def _line(text: str, needle: str) -> int:
+    return next(i for i, line in enumerate(text.splitlines(), 1) if needle in line)
+
+
+def test_reference_problems_name_their_line(tmp_path):
+    text = GOOD.replace("pack: ../packs/mini", f"pack: {FIXTURES / 'packs' / 'mini'}")
+    bad = text.replace("tool: create_note", "tool: create_nope")
+    path = write(tmp_path, bad)
+    with pytest.raises(ScenarioError) as info:
+        ScenarioRegistry([tmp_path]).load_path(path)
+    assert f"line {_line(bad, 'create_nope')}: task 'note': oracle step" in str(info.value)
+
+
+def test_a_wrong_pack_names_the_scenario_file_and_line(tmp_path):
+    bad = GOOD.replace("pack: ../packs/mini", "pack: ./no-such-pack")
+    path = write(tmp_path, bad)
+    with pytest.raises(ScenarioError) as info:
+        ScenarioRegistry([tmp_path]).load_path(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}: line {_line(bad, 'no-such-pack')}: pack: ")
+    assert "no-such-pack" in message
+
+
+def test_a_bad_initial_row_names_its_line(tmp_path):
+    import simforge
+
+    text = GOOD.replace("pack: ../packs/mini", f"pack: {FIXTURES / 'packs' / 'mini'}")
+    bad = text.replace("C-0003: {name: Zed Canary}", "C-0003: {name: 7}")
+    assert bad != text
+    path = write(tmp_path, bad)
+    env = simforge.make(str(path))
+    with pytest.raises(ScenarioError) as info:
+        env.reset(seed=0, options={"task": "upgrade"})
+    assert f"line {_line(bad, 'C-0003: {name: 7}')}: task 'upgrade': initial_state.Customer" \
+        in str(info.value)
+
+
 def test_registry_refuses_duplicate_ids(tmp_path):
     text = GOOD.replace("pack: ../packs/mini", f"pack: {FIXTURES / 'packs' / 'mini'}")
     write(tmp_path, text, "a.yaml")
