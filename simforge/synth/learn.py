@@ -2,11 +2,12 @@
 
 Candidates follow from how the tool's results relate to entities (see
 :mod:`simforge.synth.observe`): a record named by a key argument (``get``, or ``update`` for a
-write), an id (``find``), a list of records (``search``), a value inside a record (``get`` with a
-path), a new record (``create``); tools without entities get ``compute`` (arithmetic),
-``constant`` or ``replay``. Each candidate is run, with the interpreter that sessions use, on the
-recorded calls from the state just before each of them; the best one is kept when it reproduces
-enough calls, else the replay table answers. Learned error conditions are checked first.
+write), an id or a stored row found by other fields (``find``), a list of records (``search``),
+a value inside a record (``get`` with a path), a new record (``create``); tools without entities
+get ``compute`` (arithmetic), ``constant`` or ``replay``. Each candidate is run, with the
+interpreter that sessions use, on the recorded calls from the state just before each of them; the
+best one is kept when it reproduces enough calls, else the replay table answers. Learned error
+conditions are checked first.
 """
 
 from __future__ import annotations
@@ -107,6 +108,18 @@ class Learner:
                 if match:
                     candidates.append(
                         {**common, "kind": "find", "match": match, "pk": self.pks[entity]}
+                    )
+            elif mode == "found":
+                match = self._match(entity, good)
+                if match:
+                    candidates.append(
+                        {
+                            **common,
+                            "kind": "find",
+                            "match": match,
+                            "pk": self.pks[entity],
+                            "returns": "row",
+                        }
                     )
             elif mode == "list":
                 candidates.append(self._search(common, entity, good))
@@ -212,8 +225,10 @@ class Learner:
         table = self.base.get(entity, {})
         counts: dict[tuple[str, tuple[Any, ...]], int] = {}
         used = 0
+        pk = self.pks.get(entity, "")
         for c in good[:MAX_SAMPLES]:
-            row = table.get(c.result) if isinstance(c.result, str) else None
+            id = c.result.get(pk) if isinstance(c.result, dict) else c.result
+            row = table.get(id) if isinstance(id, str) else None
             if row is None:
                 continue
             used += 1

@@ -36,6 +36,9 @@ _WRITE = re.compile(
     r"rename|schedule|complete|reopen|suspend|activate|deactivate|terminate|dismiss|accept|"
     r"decline|allocate|release|reserve|void|withdraw|invite|enroll|renew|reassign|unassign|open_)"
 )
+_READ_NAME = re.compile(
+    r"^(get|list|search|find|fetch|lookup|look_up|read|show|query|describe|retrieve|view|count)_"
+)
 
 
 @dataclass
@@ -48,9 +51,15 @@ class ToolProfile:
     durations: list[float] = field(default_factory=list)
     description: str | None = None
     mapping: Counter[tuple[str, str, str]] = field(default_factory=Counter)
-    """(mode, entity, key argument) votes: mode is record, key, list or path."""
+    """(mode, entity, key argument) votes: mode is record, key, found (a stored row found by
+    other fields), list, path or created."""
     refs: dict[str, Counter[Ref]] = field(default_factory=dict)
     changed_state: int = 0
+    """Calls whose result showed their target row with a field changed from the row as it
+    stood before (in the seed or earlier in the episode)."""
+    changed_in_episode: int = 0
+    """Of those, calls where the row's earlier state was seen in the same episode and no write
+    touched it since: the call itself changed the world."""
 
     def best_mapping(self) -> tuple[str, str, str] | None:
         if not self.mapping:
@@ -65,13 +74,24 @@ class ToolProfile:
     @property
     def is_write(self) -> bool:
         """Named like a write, or seen changing what it returns in most calls (a read that
-        sometimes disagrees with the snapshot is data drift, not a write)."""
-        successes = self.calls - sum(self.errors.values())
-        return self.write_by_name or self.changed_state > 0.5 * max(1, successes)
+        sometimes disagrees with the snapshot is data drift, not a write). A tool named like a
+        read (``get_``, ``list_``, ``search_``) counts only changes from what the same episode
+        had already shown: its rows differing from the snapshot are the episode's initial
+        state, not its doing."""
+        successes = max(1, self.calls - sum(self.errors.values()))
+        if self.write_by_name:
+            return True
+        if self.read_by_name:
+            return self.changed_in_episode > 0.5 * successes
+        return self.changed_state > 0.5 * successes
 
     @property
     def write_by_name(self) -> bool:
         return bool(_WRITE.match(self.name.lower()))
+
+    @property
+    def read_by_name(self) -> bool:
+        return not self.write_by_name and bool(_READ_NAME.match(self.name.lower()))
 
 
 @dataclass
@@ -142,7 +162,12 @@ def _vote(p: ToolProfile, call: ToolCall, catalog: EntityCatalog) -> None:
                 if given == own:
                     p.mapping[("record", entity.name, arg)] += 1
                     return
-            if not catalog.is_kind(entity.name) or p.write_by_name:
+            if own in index and index[own].sub is None and not p.write_by_name:
+                # a stored row, looked up by something other than its key (a phone number)
+                p.mapping[("found", entity.name, "")] += 1
+            elif p.read_by_name:
+                pass  # a row the snapshot lacks, not one the read made (a seed row)
+            elif not catalog.is_kind(entity.name) or p.write_by_name:
                 p.mapping[("created", entity.name, "")] += 1
             return
         if catalog.kinds:
@@ -288,6 +313,13 @@ def walk(
             for entity, id, record in records_in(call, catalog, tools):
                 key = (entity.name, id)
                 before = store.get(*key)
+                # the row as this episode last showed it, with no write touching it since
+                shown = (
+                    key in seen
+                    and key not in written_before
+                    and key not in pending
+                    and key not in touched
+                )
                 if catalog.is_kind(entity.name):
                     if is_write and key != target and is_new(id, call, mentioned):
                         before = None  # made by this write, whatever another episode held
@@ -326,8 +358,9 @@ def walk(
                     if before is None and not kind:
                         obs.created = True
                         state.created.add(key)
-                    if profile_ and before is not None and not _same_row(before, record):
+                    if profile_ and before is not None and _changed(before, record):
                         profile_.changed_state += 1
+                        profile_.changed_in_episode += int(shown)
                 store.put(entity.name, id, record)
                 if is_write and (target == key or (before is None and not kind)):
                     state.written.add(key)
@@ -410,6 +443,30 @@ def _touch(
         found = store.get(*key)
         if found is not None:
             touched[key] = (obs, name, found)
+
+
+def _changed(before: Row, shown: Row) -> bool:
+    """Whether a result shows a field of the row with another value than it had. Fields the
+    result leaves out (a usage view of a line) or adds (a limit joined from the plan) are no
+    change: a read that shows part of a row does not write the rest; nor is a number shown
+    as text (``"3.2"`` for ``3.2``)."""
+    return any(k in before and not _same_value(before[k], v) for k, v in shown.items())
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    if same(a, b):
+        return True
+    for number, text in ((a, b), (b, a)):
+        if (
+            isinstance(number, int | float)
+            and not isinstance(number, bool)
+            and isinstance(text, str)
+        ):
+            try:
+                return same(float(number), float(text))
+            except ValueError:
+                return False
+    return False
 
 
 def _same_row(a: Row, b: Row) -> bool:
