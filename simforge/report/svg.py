@@ -15,6 +15,7 @@ from typing import Any
 
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2",
            "#7f7f7f", "#bcbd22", "#17becf"]
+DASHES = ["none", "8 4", "3 3", "10 3 2 3", "1 4", "6 2 6 6"]
 FONT = 'font-family="system-ui, sans-serif" font-size="11"'
 
 
@@ -67,7 +68,10 @@ def line_chart(series: dict[str, dict[int, float]], *, title: str, xlabel: str =
     for i, (name, points) in enumerate(series.items()):
         color = (colors or {}).get(name, PALETTE[i % len(PALETTE)])
         coords = " ".join(f"{px(x):.1f},{y0 + h - h * v:.1f}" for x, v in sorted(points.items()))
-        body.append(f'<polyline fill="none" stroke="{color}" stroke-width="2" points="{coords}"/>')
+        # each line its own dashes: equal curves (all at 100%) stay visible one over another
+        dash = DASHES[i % len(DASHES)]
+        body.append(f'<polyline fill="none" stroke="{color}" stroke-width="2" '
+                    f'stroke-dasharray="{dash}" points="{coords}"/>')
         for x, v in points.items():
             body.append(f'<circle cx="{px(x):.1f}" cy="{y0 + h - h * v:.1f}" r="3" '
                         f'fill="{color}"><title>{escape(name)} k={x}: {v:.3f}</title></circle>')

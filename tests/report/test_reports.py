@@ -122,3 +122,12 @@ def test_pass_hat_k_with_one_attempt_per_task_is_a_sentence_not_a_lone_point():
     html = render_html(summarize(episodes, run_id="r"), {"id": "r"}, episodes)
     curves = next(part for part in html.split("<svg")[1:] if "pass^k by fault profile" in part)
     assert "needs two or more attempts" in curves and "<polyline" not in curves
+
+
+def test_equal_pass_hat_k_curves_stay_visible_by_their_dashes():
+    episodes = [_episode(t, p, s, True) for t in ("a", "b") for p in ("none", "flaky", "slow")
+                for s in range(3)]
+    html = render_html(summarize(episodes, run_id="r"), {"id": "r"}, episodes)
+    curves = next(part for part in html.split("<svg")[1:] if "pass^k by fault profile" in part)
+    dashes = re.findall(r'<polyline[^>]*stroke-dasharray="([^"]+)"', curves)
+    assert len(dashes) == 4 and len(set(dashes)) == 4  # all, none, flaky, slow
