@@ -58,9 +58,13 @@ class CallFaults:
         self.noop = False
         self.results: list[Any] = []
 
-    def add(self, fault: FaultKind, record: InjectedFault, params: dict[str, Any]) -> None:
+    def add(
+        self, record: InjectedFault, adder: Adder, fault: FaultKind, params: dict[str, Any]
+    ) -> None:
+        """A fault fired: keep its record and let ``adder`` (:func:`stage_of` the fault, which
+        the plan finds once per rule) change the call's decisions."""
         self.records.append(record)
-        stage_of(fault)(self, fault, params)
+        adder(self, fault, params)
 
     def _reject(self, error: ToolError) -> None:
         if self.reject is None:

@@ -137,8 +137,7 @@ class FaultPlan:
                 "params": {**c.params, **params} if params else dict(c.params),
                 "observed": None,
             })
-            faults.records.append(record)
-            c.add(faults, fault, params)
+            faults.add(record, c.add, fault, params)
         return faults
 
     def _bucket(self, rule: FaultRule, tool: str) -> _Bucket:

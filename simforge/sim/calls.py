@@ -3,9 +3,8 @@
 :class:`CallPipeline` is the hot path of training: with no fault plan, capacity limit or timeout
 a call is one :class:`CallOutcome` and one timeout whose callback runs the handler. Every other
 call (a fault decision, a full tool, a deadline that the latency passes) is a
-:class:`_StagedCall`: the events a simpy process would wait on, created at the same moments and
-in the same order, with a callback of one object as each stage instead of a generator. A fault
-plan (``session.plan``) is consulted once per call; what fired comes back as a
+:class:`~simforge.sim.staged.StagedCall` (see that module). A fault plan (``session.plan``) is
+consulted once per call; what fired comes back as a
 :class:`~simforge.faults.effects.CallFaults` that the staged call applies at each stage: reject
 before running, change the latency, hang to the deadline or drop the connection, change how the
 handler's reads and writes land, rewrite the result. A fault wraps the handler, the way a
@@ -20,8 +19,8 @@ from collections.abc import Callable, Generator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import simpy
-from simpy.events import Initialize
 
+from simforge.sim.staged import StagedCall
 from simforge.tools.context import ToolContext
 from simforge.tools.errors import ToolError, ToolNotFound
 from simforge.tools.tool import Tool
@@ -32,10 +31,6 @@ if TYPE_CHECKING:
     from simforge.sim.session import Session
 
 NO_FAULTS: tuple[InjectedFault, ...] = ()
-
-REJECT_LATENCY = 0.005
-"""Seconds a gateway takes to refuse a call (rate limit, outage): much less than a real call."""
-
 
 class CallOutcome:
     """What one call did; the recorder turns it into an Episode ``ToolCall``."""
@@ -189,22 +184,22 @@ class CallPipeline:
     def _launch(self, tool: Tool, out: CallOutcome, fx: CallFaults | None) -> None:
         """Start a call. The common case (no fault fired, a free slot, an answer before any
         deadline) is one timeout whose callback runs the handler. Everything else (a fault
-        decision, a full tool, a deadline the latency passes) is a :class:`_StagedCall`."""
+        decision, a full tool, a deadline the latency passes) is a :class:`StagedCall`."""
         session = self.session
         env = session.env
         spec = tool.spec
         if fx is not None:
-            _StagedCall(self, tool, out, fx, None)
+            StagedCall(self, tool, out, fx, None)
             return
         resource = self._resource(spec.name, spec.capacity)
         if resource is not None and not resource.has_room():
-            _StagedCall(self, tool, out, None, None)
+            StagedCall(self, tool, out, None, None)
             return
         latency = spec.latency.sample(session.streams("latency", spec.name))
         natural = self._natural_error(tool, out)
         timeout = session.call_timeout
         if timeout is not None and latency > timeout:
-            _StagedCall(self, tool, out, None, (latency, natural))
+            StagedCall(self, tool, out, None, (latency, natural))
             return
         if resource is not None:
             resource.hold(out)
@@ -378,233 +373,3 @@ class CallPipeline:
             session.land(key)
 
         env.process(land(fx.write_lag))
-
-
-def _start_urgently(env: simpy.Environment, call: _StagedCall) -> None:
-    """Schedule ``call._resume`` as simpy schedules a new process's first step: an event that is
-    already triggered, at URGENT priority, due now (``Initialize``). A staged call starts
-    exactly where its process would have, so that the order of draws on a tool's streams and of
-    events at equal simulated times is unchanged.
-
-    This is the one place that leans on more than simpy's documented behaviour: ``Initialize``
-    is a public class of ``simpy.events``, but documented as used by ``Process`` only, and what
-    it calls is ``process._resume``, so the staged call names its first stage ``_resume``. simpy
-    offers no other way to trigger an event at URGENT priority without setting an event's
-    private ``_ok`` and ``_value`` by hand. ``tests/sim/test_staged.py`` checks this behaviour
-    directly (it fails if ``Initialize`` stops calling ``_resume``, or stops being urgent)."""
-    Initialize(env, call)  # type: ignore[arg-type]
-
-
-class _StagedCall:
-    """A call that is not the lean case, run as the process it replaces would run, without the
-    process: each ``yield`` of that process becomes a callback on the same event, created at the
-    same moment (a start at URGENT priority where the process's ``Initialize`` was, the slot's
-    request, the latency's timeout), and its end a ``done`` event triggered where the process's
-    own end was. The order of events, and so of draws and of ties in simulated time, is the
-    process's; what it saves is the generator, the ``Process`` object and simpy's resumption
-    machinery around each ``yield``.
-
-    A free slot is taken with :meth:`Capacity.hold` (as in the lean path): the continuation is
-    then a zero timeout, scheduled where the granted ``Request`` would have been, and the slot is
-    given back with :meth:`Capacity.free`, where the ``Release`` would have been."""
-
-    __slots__ = (
-        "deadline",
-        "done",
-        "drawn",
-        "fx",
-        "latency",
-        "natural",
-        "out",
-        "pipeline",
-        "request",
-        "resource",
-        "timeout",
-        "tool",
-    )
-
-    def __init__(
-        self,
-        pipeline: CallPipeline,
-        tool: Tool,
-        out: CallOutcome,
-        fx: CallFaults | None,
-        drawn: tuple[float, ToolError | None] | None,
-    ) -> None:
-        self.pipeline = pipeline
-        self.tool = tool
-        self.out = out
-        self.fx = fx
-        self.drawn = drawn
-        """The latency and natural error :meth:`CallPipeline._launch` drew before it handed
-        the call over (its latency passes the deadline)."""
-        self.resource: Capacity | None = None
-        self.request: simpy.resources.resource.Request | None = None
-        self.natural: ToolError | None = None
-        self.latency = 0.0
-        self.timeout: float | None = None
-        self.deadline: float | None = None
-        env = pipeline.session.env
-        self.done = out.process = simpy.Event(env)
-        _start_urgently(env, self)
-
-    def _after(self, delay: float, stage: Callable[[Any], None]) -> None:
-        self.pipeline.session.env.timeout(delay).callbacks.append(stage)
-
-    def _resume(self, _: object) -> None:
-        """The start (the name is what ``Initialize`` calls: :func:`_start_urgently`)."""
-        pipeline = self.pipeline
-        session = pipeline.session
-        env = session.env
-        fx = self.fx
-        if fx is not None and fx.reject is not None:
-            # a refusal at the gateway: no slot, no handler
-            self._after(REJECT_LATENCY, self._rejected)
-            return
-        timeout = session.call_timeout
-        if fx is not None and fx.hang is not None and timeout is None:
-            timeout = fx.hang.after
-        self.timeout = timeout
-        deadline = self.deadline = None if timeout is None else self.out.started_at + timeout
-        spec = self.tool.spec
-        resource = self.resource = pipeline._resource(spec.name, spec.capacity)
-        if resource is None:
-            self._granted(None)
-            return
-        if resource.has_room():
-            # ``request()`` would take the slot now and go on where its event is processed
-            resource.hold(self.out)
-            self._after(0, self._granted)
-            return
-        request = self.request = resource.request()
-        if deadline is not None and not request.triggered:
-            wait = request | env.timeout(deadline - env.now)
-            wait.callbacks.append(self._waited)
-        else:
-            request.callbacks.append(self._granted)
-
-    def _waited(self, _: object) -> None:
-        request = self.request
-        assert request is not None
-        if not request.triggered:
-            request.cancel()
-            self.request = self.resource = None
-            self.pipeline._answer(
-                self.out, self.fx, _timeout_error(self.tool.spec.name, self.timeout)
-            )
-            self._end()
-            return
-        self._granted(None)
-
-    def _granted(self, _: object) -> None:
-        pipeline = self.pipeline
-        session = pipeline.session
-        env = session.env
-        tool = self.tool
-        spec = tool.spec
-        fx = self.fx
-        try:
-            if self.drawn is not None:
-                latency, natural = self.drawn
-            else:
-                latency = spec.latency.sample(session.streams("latency", spec.name))
-                natural = pipeline._natural_error(tool, self.out)
-            self.natural = natural
-            deadline = self.deadline
-            if fx is not None:
-                latency = fx.latency(latency)
-                if fx.hang is not None and deadline is not None:
-                    self._after(max(0.0, deadline - env.now), self._hung)
-                    return
-                if fx.reset is not None:
-                    self._after(latency, self._reset)
-                    return
-            if deadline is not None and env.now + latency > deadline:
-                self.latency = latency
-                self._after(deadline - env.now, self._late)
-                return
-            self._after(latency, self._answered)
-        except BaseException:
-            self._release()  # as the process's ``finally`` would
-            raise
-
-    def _answered(self, _: object) -> None:
-        pipeline = self.pipeline
-        out = self.out
-        try:
-            if self.natural is not None:
-                pipeline._answer(out, self.fx, self.natural)
-            else:
-                pipeline._execute(self.tool, out, self.fx, record=True)
-        finally:
-            self._release()
-        self._end()
-
-    def _hung(self, _: object) -> None:
-        pipeline = self.pipeline
-        fx = self.fx
-        assert fx is not None and fx.hang is not None
-        try:
-            if fx.hang.effect == "applied" and self.natural is None:
-                pipeline._execute(self.tool, self.out, fx, record=False)
-            pipeline._answer(self.out, fx, _timeout_error(self.tool.spec.name, self.timeout))
-        finally:
-            self._release()
-        self._end()
-
-    def _reset(self, _: object) -> None:
-        pipeline = self.pipeline
-        fx = self.fx
-        assert fx is not None and fx.reset is not None
-        try:
-            if fx.reset.effect == "applied" and self.natural is None:
-                pipeline._execute(self.tool, self.out, fx, record=False)
-            pipeline._answer(
-                self.out, fx, ToolError(0, "connection_reset", "connection reset by peer")
-            )
-        finally:
-            self._release()
-        self._end()
-
-    def _late(self, _: object) -> None:
-        """The client gives up at the deadline; the server finishes later, unseen, and only
-        then gives the slot back."""
-        pipeline = self.pipeline
-        out = self.out
-        try:
-            pipeline._answer(out, self.fx, _timeout_error(self.tool.spec.name, self.timeout))
-        except BaseException:
-            self._release()  # as the process's ``finally`` would
-            raise
-        release = self._release if self.resource is not None else None
-        pipeline.session.env.process(
-            pipeline._finish_late(
-                self.tool, out, out.started_at + self.latency, self.natural, release
-            )
-        )
-        self._end()
-
-    def _rejected(self, _: object) -> None:
-        fx = self.fx
-        assert fx is not None and fx.reject is not None
-        self.pipeline._answer(self.out, fx, fx.reject)
-        self._end()
-
-    def _release(self) -> None:
-        resource = self.resource
-        if resource is None:
-            return
-        self.resource = None
-        if self.request is not None:
-            resource.release(self.request)
-        else:
-            resource.free(self.out)
-
-    def _end(self) -> None:
-        """The call is over: ``done`` is triggered where the process would have ended."""
-        self.out.process = None
-        self.done.succeed()
-
-
-def _timeout_error(tool: str, timeout: float | None) -> ToolError:
-    return ToolError(504, "timeout", f"{tool} did not answer within {timeout or 0:g} s")

@@ -14,14 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from simforge.faults import FaultProfile
-from simforge.sim import CallRequest, Session, calls
-from simforge.sim.calls import (
-    REJECT_LATENCY,
-    CallOutcome,
-    CallPipeline,
-    _start_urgently,
-    _timeout_error,
-)
+from simforge.sim import CallRequest, Session, staged
+from simforge.sim.calls import CallOutcome, CallPipeline
+from simforge.sim.staged import REJECT_LATENCY, start_urgently, timeout_error
 from simforge.tools import Constant, LogNormal
 from simforge.tools.errors import ToolError
 from simforge.tools.spec import ErrorModel
@@ -108,7 +103,7 @@ class ProcessPipeline(CallPipeline):
                 yield request | env.timeout(deadline - env.now)
                 if not request.triggered:
                     request.cancel()
-                    self._answer(out, fx, _timeout_error(spec.name, timeout))
+                    self._answer(out, fx, timeout_error(spec.name, timeout))
                     return
             else:
                 yield request
@@ -124,7 +119,7 @@ class ProcessPipeline(CallPipeline):
                     yield env.timeout(max(0.0, deadline - env.now))
                     if fx.hang.effect == "applied" and natural is None:
                         self._execute(tool, out, fx, record=False)
-                    self._answer(out, fx, _timeout_error(spec.name, timeout))
+                    self._answer(out, fx, timeout_error(spec.name, timeout))
                     return
                 if fx.reset is not None:
                     yield env.timeout(latency)
@@ -136,7 +131,7 @@ class ProcessPipeline(CallPipeline):
                     return
             if deadline is not None and env.now + latency > deadline:
                 yield env.timeout(deadline - env.now)
-                self._answer(out, fx, _timeout_error(spec.name, timeout))
+                self._answer(out, fx, timeout_error(spec.name, timeout))
                 env.process(
                     self._finish_late_ref(tool, out, out.started_at + latency, natural, request)
                 )
@@ -347,7 +342,7 @@ def test_a_staged_call_is_no_process_and_waits_on_one_event(mini_pack):
 
 
 def test_a_staged_call_starts_where_a_process_would():
-    """``_start_urgently`` leans on ``simpy.events.Initialize`` calling ``_resume`` at URGENT
+    """``start_urgently`` leans on ``simpy.events.Initialize`` calling ``_resume`` at URGENT
     priority: ahead of a normal event already due now, in turn with processes started around it.
     If simpy changes that, this fails (and so would the property above)."""
     env = simpy.Environment()
@@ -363,7 +358,7 @@ def test_a_staged_call_starts_where_a_process_would():
 
     env.timeout(0).callbacks.append(lambda _: order.append("normal, scheduled first"))
     env.process(proc("process before"))
-    _start_urgently(env, Stage())  # type: ignore[arg-type]
+    start_urgently(env, Stage())  # type: ignore[arg-type]
     env.process(proc("process after"))
     env.run()
     assert order == [
@@ -390,5 +385,5 @@ def test_the_comparison_sees_the_order_of_events_at_a_tie(mini_pack, monkeypatch
     def normal_start(env: simpy.Environment, call: Any) -> None:
         env.timeout(0).callbacks.append(call._resume)
 
-    monkeypatch.setattr(calls, "_start_urgently", normal_start)
+    monkeypatch.setattr(staged, "start_urgently", normal_start)
     assert _play(mini_pack, CallPipeline, *args) != reference
