@@ -4,7 +4,7 @@ a setting silently ignored."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -84,10 +84,48 @@ class RubricConfig(_Strict):
     shaping: float = Field(0.1, ge=0.0, le=1.0)
 
 
+class UserSpec(_Strict):
+    """Who the simulated user is, for a user simulator (an LLM playing the user); never shown to
+    the agent. The agent hears only what the user says: the instruction (the user's first
+    message), then the user's replies. Each field is free text (``knows`` may be a mapping of
+    facts); all are optional, and an LLM user is told only what is given.
+
+    - ``persona``: who they are and how they speak;
+    - ``wants``: why they got in touch, what outcome they want;
+    - ``knows``: facts they hold and give when asked (an order id, the email on the account);
+    - ``unknown``: what they do not know (and must not invent);
+    - ``instructions``: how to behave (insist, refuse, confirm only after hearing the amount,
+      change their mind once the agent has offered X).
+    """
+
+    persona: str | None = None
+    wants: str | None = None
+    knows: str | dict[str, Any] | None = None
+    unknown: str | None = None
+    instructions: str | None = None
+
+
+TOOL_PATTERN = r"^[A-Za-z0-9_\-*?\[\]!]{1,128}$"
+"""A tool name or a glob over tool names (``fnmatch``: ``get_*``, ``*_order``)."""
+ToolRef = Annotated[str, Field(pattern=TOOL_PATTERN)]
+
+
+class PolicyFile(_Strict):
+    """A policy kept in a markdown file, relative to the scenario file."""
+
+    file: str = Field(min_length=1)
+
+
 class Task(_Strict):
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9_\-]*$")
     instruction: str = Field(min_length=1)
     user_turns: list[str] = Field(default_factory=list)
+    """The scripted user's replies, in order: one per message of the agent; after the last, the
+    conversation ends and the agent's next text is its final answer."""
+    user: UserSpec | None = None
+    tools: list[ToolRef] | None = Field(None, min_length=1)
+    """The tools this task offers (names and globs); default: the scenario's."""
+    split: Literal["train", "eval"] = "train"
     initial_state: EntityRows = Field(default_factory=dict)
     expected: Expected = Field(default_factory=Expected)
     oracle: list[OracleStep] = Field(default_factory=list)
@@ -128,6 +166,13 @@ class Scenario(_Strict):
     background: list[BackgroundLoad | Drift] = Field(default_factory=list)
     validators: list[ValidatorConfig] = Field(default_factory=list)
     rubric: RubricConfig = Field(default_factory=RubricConfig)
+    tools: list[ToolRef] | None = Field(None, min_length=1)
+    """The tools the scenario offers (names and globs). Default: those its tasks' reference
+    solutions and validators name, plus the other tools of the same systems, at most
+    :data:`~simforge.scenario.offer.MAX_TOOLS`."""
+    policy: str | PolicyFile | None = None
+    """The policy the agent follows (markdown, or ``{file: policy.md}``); default: the pack's
+    policy for the systems the scenario offers."""
 
     @model_validator(mode="after")
     def _unique_tasks(self) -> Scenario:
