@@ -33,6 +33,15 @@ from simforge.world import EntitySchema, World, entity, entity_base
 
 __version__ = "0.1.0"
 
+
+def _register_with_gymnasium() -> None:
+    from simforge.env.gym import register_scenarios
+
+    register_scenarios()
+
+
+_register_with_gymnasium()
+
 __all__ = [
     "Action",
     "ActionError",

@@ -94,6 +94,9 @@ def run(
     ),
     task: str = typer.Option(None, "--task", "-t", help="Only this task."),
     faults: str = typer.Option(None, "--faults", "-f", help="Fault profile (name or YAML path)."),
+    user: str = typer.Option(
+        None, "--user", "-u", help="Simulated user: scripted or llm:MODEL ($SIMFORGE_USER)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Run a scenario's tasks with a policy over seeds; print results."""
@@ -103,7 +106,7 @@ def run(
     from simforge.runs.cli import run_errors
 
     with run_errors():
-        env = make(scenario, faults=faults)
+        env = make(scenario, faults=faults, user=user)
         chosen = seeds_for(env.scenario.seeds, seeds)
         tasks = [env.scenario.task(task).id] if task else [t.id for t in env.scenario.tasks]
         pol = build_policy(policy)
@@ -114,18 +117,34 @@ def run(
                                    total=len(chosen) * len(tasks))
                 for task_id in tasks:
                     for seed in chosen:
-                        episodes.append(run_episode(env, pol, seed=seed, task=task_id).to_dict())
+                        episodes.append(run_episode(
+                            env, pol, seed=seed, task=task_id, faults=faults
+                        ).to_dict())
                         bar.advance(job)
         finally:
             close = getattr(pol, "close", None)
             if close is not None:
                 close()
+    _say_invalid(episodes)
     if as_json:
         sys.stdout.write(json.dumps({"episodes": episodes}) + "\n")
         return
     console.print(
         _results_table(episodes, title=f"{scenario} · {policy} · faults: {faults or 'none'}")
     )
+
+
+def _say_invalid(episodes: list[dict[str, Any]]) -> None:
+    """Invalid episodes (a model's endpoint down, a user simulator failing) are results, not a
+    crash: each distinct reason in one line on stderr, the rest of the run kept."""
+    reasons: dict[str, int] = {}
+    for e in episodes:
+        if e["reward"] is None and e.get("invalid_reason"):
+            reasons[e["invalid_reason"]] = reasons.get(e["invalid_reason"], 0) + 1
+    for reason, n in list(reasons.items())[:5]:
+        err_console.print(
+            f"[yellow]invalid:[/] {n} of {len(episodes)} episode(s): {reason}", highlight=False
+        )
 
 
 @app.command()

@@ -37,4 +37,4 @@ def mini_pack():
 def mini_env():
     import simforge
 
-    return simforge.make(str(MINI_SCENARIO))
+    return simforge.make(str(MINI_SCENARIO), task="upgrade")

@@ -149,13 +149,20 @@ def test_run_policy_errors_are_one_line_and_exit_2(tmp_path, monkeypatch):
         said = " ".join(result.output.split())  # the console wraps long lines
         assert result.exit_code == 2, (spec, result.output)
         assert message in said and "Traceback" not in said, spec
-    # an endpoint that is down is the endpoint's failure, told in one line
+    # an endpoint that is down is the endpoint's failure: every episode invalid (not 0), the
+    # reason told in one line, the run complete
     monkeypatch.setenv("SIMFORGE_LLM_BASE_URL", "http://127.0.0.1:1/v1")
-    monkeypatch.setattr("simforge.policies.llm.time.sleep", lambda _s: None)
-    result = runner.invoke(app, ["run", MINI, "--policy", "llm:some-model", "--seeds", "1"])
-    said = " ".join(result.output.split())
-    assert result.exit_code == 2, result.output
-    assert "http://127.0.0.1:1/v1" in said and "Traceback" not in said
+    monkeypatch.setenv("SIMFORGE_LLM_RETRIES", "0")
+    result = runner.invoke(
+        app, ["run", MINI, "--policy", "llm:some-model", "--seeds", "1", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.stderr.split())
+    assert "invalid: 2 of 2 episode(s)" in said and "http://127.0.0.1:1/v1" in said
+    assert "Traceback" not in result.output
+    episodes = json.loads(result.stdout)["episodes"]
+    assert [e["reward"] for e in episodes] == [None, None]
+    assert all("policy unavailable" in e["invalid_reason"] for e in episodes)
 
 
 def test_run_seeds_must_be_positive():

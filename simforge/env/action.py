@@ -2,7 +2,12 @@
 
 An action may be written the way agents already write them: our own shape, an OpenAI assistant
 message (``tool_calls`` with ``function.arguments`` as a JSON string), a bare list of calls, or a
-string (the final answer).
+string. A text without calls (a string, an assistant message with content and no calls, or
+``{"message": ...}``) is a message to the user: the user answers, or, when the user has nothing
+more to say, the conversation is over and the text is the agent's final answer. So a
+single-turn task ends at the first text, as it always did, and one explicit way to end at once
+stays: ``{"final_answer": ...}``. Text beside calls is said along with them (it is recorded,
+and counts as the agent's last text), not sent to the user as a message of its own.
 """
 
 from __future__ import annotations
@@ -35,6 +40,9 @@ class Action(BaseModel):
     message: str | None = None
     final_answer: str | None = None
     think: float | None = Field(None, ge=0)
+    metadata: dict[str, Any] | None = Field(
+        None, description="Recorded with the agent's turn (an LLM's token usage and latency)."
+    )
 
     @model_validator(mode="after")
     def _one_kind(self) -> Action:
@@ -43,6 +51,8 @@ class Action(BaseModel):
             raise ValueError("an action needs tool_calls, a message or a final_answer")
         if kinds > 1:
             raise ValueError("an action has tool_calls or a final_answer, not both")
+        if self.final_answer is not None and self.message is not None:
+            raise ValueError("an action has a message or a final_answer, not both")
         return self
 
 
@@ -50,7 +60,7 @@ def parse_action(raw: Any) -> Action:
     if isinstance(raw, Action):
         return raw
     if isinstance(raw, str):
-        return Action(final_answer=raw)
+        return Action(message=raw)
     if isinstance(raw, list):
         raw = {"tool_calls": raw}
     if not isinstance(raw, dict):
@@ -61,11 +71,19 @@ def parse_action(raw: Any) -> Action:
     if data.get("role") == "assistant":  # an OpenAI assistant message
         data.pop("role")
         content = data.pop("content", None)
+        if isinstance(content, list):  # content parts: the text ones, joined
+            content = "".join(
+                p.get("text") or "" for p in content if isinstance(p, dict)
+            )
+        refusal = data.pop("refusal", None)
+        if not data.get("tool_calls") and content is None and isinstance(refusal, str):
+            content = refusal
         if data.get("tool_calls"):
             data["message"] = content or None
         elif content is not None:
-            data["final_answer"] = content
-        data.pop("refusal", None)
+            data["message"] = content
+        for key in ("name", "audio", "annotations", "function_call", "reasoning_content"):
+            data.pop(key, None)
     if "tool_calls" in data:
         data["tool_calls"] = [_call(c, i) for i, c in enumerate(data["tool_calls"] or [])]
     try:

@@ -1,14 +1,29 @@
 """The Gymnasium-style environment: ``reset(*, seed, options) -> (obs, info)`` and
 ``step(action) -> (obs, reward, terminated, truncated, info)``.
 
-Observations carry only what an agent may see: the task's instruction, the tool catalog, tool
-results and the simulated time. Expected states, reference solutions and validator settings stay
-in the scenario, which the environment keeps to itself and hands only to the scorer.
+Observations carry only what an agent may see: the task's instruction (the user's first
+message), the tools the task offers, the policy the agent follows, tool results, the user's
+replies and the simulated time. Expected states, reference solutions, validator settings and the
+user's hidden scenario stay in the scenario, which the environment keeps to itself and hands only
+to the scorer and the user simulator.
+
+The conversation contract (the same in every agent path: this API, the llm policy, an external
+harness, the HTTP control plane, OpenEnv and MCP): a text is a message to the user, who
+answers; the conversation ends when the user ends it (the scripted user after its last turn, an
+LLM user by its signal), when the agent calls a tool that ends it (a transfer to a human), when
+the agent gives an explicit ``final_answer``, or at the budgets. The agent's last text is its
+final answer for the validators. A user simulator that fails makes the episode invalid.
+
+Without a task, ``reset`` samples one from the environment's tasks with the reset seed: every
+block of ``n`` consecutive seeds (``0..n-1``, ``n..2n-1``, ...) visits each of the ``n`` tasks
+once, in a seeded order, so a trainer looping over seeds trains on all of them, evenly.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import random
+from collections.abc import Sequence
+from typing import Any, Literal
 
 from simforge.env.action import fast_calls, parse_action
 from simforge.env.initial import task_base
@@ -16,13 +31,37 @@ from simforge.faults.library import resolve_profile
 from simforge.scenario.model import Task
 from simforge.scenario.registry import LoadedScenario, default_registry
 from simforge.scoring import Rubric, Score, ScoringContext, default_validators, score
+from simforge.sim.calls import CallOutcome
 from simforge.sim.session import Budgets, CallRequest, Session
+from simforge.tools.pack import ToolCatalog
 from simforge.trace.episode import Episode, TaskSpec
+from simforge.users.base import Turn, User, UserReply, reply_async
+from simforge.users.specs import build_user
 from simforge.world.store import World
+
+Split = Literal["train", "eval"]
+SPLITS: tuple[str, ...] = ("train", "eval")
+RESET_OPTIONS = ("faults", "policy", "task")
+
+
+def sample_task(ids: Sequence[str], seed: int) -> str:
+    """The task of a reset ``seed``: each block of ``len(ids)`` consecutive seeds is a seeded
+    permutation of ``ids`` (stable across processes: ``random.Random`` seeds a string by its
+    SHA-512)."""
+    n = len(ids)
+    if n == 1:
+        return ids[0]
+    block, position = divmod(seed, n)
+    order = list(range(n))
+    random.Random(f"simforge-tasks:{n}:{block}").shuffle(order)
+    return ids[order[position]]
 
 
 class SimforgeEnv:
-    """One scenario's environment; ``reset`` picks a task (``options={"task": id}``)."""
+    """One scenario's environment. ``task`` fixes the task of every reset (else each reset
+    samples one); ``split`` keeps the tasks of one split (``train`` or ``eval``); ``user`` is the
+    simulated user (a :class:`~simforge.users.User`, or a spec: ``scripted``, ``llm:MODEL``;
+    default ``$SIMFORGE_USER`` or scripted)."""
 
     def __init__(
         self,
@@ -31,6 +70,8 @@ class SimforgeEnv:
         task: str | None = None,
         faults: str | None = None,
         record_limit: int | None = None,
+        split: Split | None = None,
+        user: User | str | None = None,
     ) -> None:
         self.loaded = loaded
         self.record_limit = record_limit
@@ -38,7 +79,19 @@ class SimforgeEnv:
         resolve_profile(faults, loaded.scenario.faults.custom)  # fail now, not at reset
         self.scenario = loaded.scenario
         self.pack = loaded.pack
+        self.split = split
+        self._tasks = _split_tasks(self.scenario.tasks, split, self.scenario.id)
+        if task is not None:
+            chosen = self.scenario.task(task)
+            if chosen not in self._tasks:
+                raise ValueError(
+                    f"task {task!r} of {self.scenario.id!r} is in the {chosen.split!r} split, "
+                    f"not {split!r}"
+                )
         self._default_task = task
+        self.user: User = user if user is not None and not isinstance(user, str) else (
+            build_user(user)
+        )
         self._next_seed = self.scenario.seeds[0]
         self._episodes = 0
         self.session: Session | None = None
@@ -46,32 +99,60 @@ class SimforgeEnv:
         self.policy_name: str | None = None
         self._score: Score | None = None
         self._trajectory: Episode | None = None
-        self._user_turn = 0
+        self._dialogue: list[Turn] = []
+        self._last_text: str | None = None
+        self._ending: frozenset[str] = frozenset()
 
     @property
     def spec_id(self) -> str:
         return self.scenario.id
 
+    @property
+    def default_faults(self) -> str | None:
+        """The fault profile of a reset that names none (``make(..., faults=)``)."""
+        return self._default_faults
+
+    @property
+    def tasks(self) -> list[str]:
+        """The ids of the tasks a reset may pick (those of the split, if one was chosen)."""
+        return [t.id for t in self._tasks]
+
+    @property
+    def last_text(self) -> str | None:
+        """What the agent last said in this episode (a message, or text beside its calls)."""
+        return self._last_text
+
+    @property
+    def tools(self) -> ToolCatalog:
+        """The tools the current task offers (its catalog; a subset of the pack's)."""
+        assert self.task is not None, "call reset() first"
+        return self.loaded.tools(self.task.id)
+
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         options = dict(options or {})
-        unknown = set(options) - {"task", "policy", "faults"}
+        unknown = set(options) - set(RESET_OPTIONS)
         if unknown:
-            allowed = ["faults", "policy", "task"]
-            raise ValueError(f"reset options: unknown keys {sorted(unknown)}; allowed: {allowed}")
+            raise ValueError(
+                f"reset options: unknown keys {sorted(unknown)}; allowed: {list(RESET_OPTIONS)}"
+            )
         if seed is None:
             seed = self._next_seed
         self._next_seed = seed + 1
-        self.task = self.scenario.task(options.get("task", self._default_task))
+        task_id = options.get("task", self._default_task)
+        if task_id is None:
+            task_id = sample_task(self.tasks, seed)
+        self.task = task = self.scenario.task(task_id)
         self.policy_name = options.get("policy")
-        world = World(self.pack.schemas, task_base(self.loaded, self.task))
+        world = World(self.pack.schemas, task_base(self.loaded, task))
         profile = resolve_profile(
             options.get("faults", self._default_faults), self.scenario.faults.custom
         )
         budgets = self.scenario.budgets
+        tools = self.loaded.tools(task.id)
         self.session = Session(
-            self.pack.catalog,
+            tools,
             world,
             seed=seed,
             think_time=self.scenario.think_time,
@@ -81,37 +162,117 @@ class SimforgeEnv:
             background=self.scenario.background,
             record_limit=self.record_limit,
         )
+        self._ending = frozenset(n for n, t in tools.items() if t.spec.ends_conversation)
         self._score = None
         self._trajectory = None
-        self._user_turn = 0
+        self._dialogue = [Turn("user", task.instruction)]
+        self._last_text = None
         self._episodes += 1
-        obs = {
-            "task": {"id": self.task.id, "instruction": self.task.instruction},
-            "tools": self.pack.catalog.to_openai(),
+        self.user.reset(task, seed=seed, scenario=self.scenario.id)
+        return self.initial_observation(), self._info()
+
+    def initial_observation(self) -> dict[str, Any]:
+        """What ``reset`` shows the agent: the instruction, the tools the task offers and the
+        policy (rebuilt on demand: a served session need not keep it)."""
+        task = self.task
+        assert task is not None, "call reset() first"
+        return {
+            "task": {"id": task.id, "instruction": task.instruction},
+            "tools": self.loaded.tools(task.id).to_openai(),
+            "policy": self.loaded.policy,
             "time": 0.0,
             "step": 0,
             "results": [],
             "user": None,
         }
-        return obs, self._info()
+
+    # -- a step: the agent's action, then (for a message) the user's reply ----------------------
 
     def step(self, action: Any) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
+        results, ask = self._act(action)
+        user = None
+        if ask:
+            try:
+                reply: UserReply | BaseException = self.user.reply(list(self._dialogue))
+            except Exception as exc:  # a user simulator's failure is never the agent's
+                reply = exc
+            user = self._hear(reply)
+        return self._answer(results, user)
+
+    async def astep(
+        self, action: Any
+    ) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
+        """:meth:`step` for an event loop: the user's reply is awaited (an LLM user's request
+        does not block a server or an async runner)."""
+        results, ask = self._act(action)
+        user = None
+        if ask:
+            try:
+                reply: UserReply | BaseException = await reply_async(
+                    self.user, list(self._dialogue)
+                )
+            except Exception as exc:
+                reply = exc
+            user = self._hear(reply)
+        return self._answer(results, user)
+
+    def _act(self, action: Any) -> tuple[list[dict[str, Any]], bool]:
+        """Run the action's calls or record its text. ``(results, True)`` when the action was
+        a message the user must answer now."""
         session = self._require_session()
-        results: list[dict[str, Any]] = []
-        user: str | None = None
         fast = fast_calls(action)
         if fast is not None:
-            results = [o.observation() for o in session.step(fast)]
-        elif (act := parse_action(action)).final_answer is not None:
-            session.finish(act.final_answer, think=act.think)
-        else:
-            if act.message is not None and not act.tool_calls:
-                user = self._next_user_turn()
-            calls = [CallRequest(c.name, c.arguments, c.id) for c in act.tool_calls]
-            outcomes = session.step(calls, think=act.think, text=act.message)
-            if user is not None:
-                session.recorder.user_turn(user, session.now)
-            results = [o.observation() for o in outcomes]
+            outcomes = session.step(fast)
+            if self._ending:
+                self._end_by_tool(session, outcomes)
+            return [o.observation() for o in outcomes], False
+        act = parse_action(action)
+        if act.final_answer is not None:
+            session.finish(act.final_answer, think=act.think, metadata=act.metadata)
+            return [], False
+        calls = [CallRequest(c.name, c.arguments, c.id) for c in act.tool_calls]
+        outcomes = session.step(calls, think=act.think, text=act.message, metadata=act.metadata)
+        if act.message is not None:
+            self._last_text = act.message
+        if calls:
+            if self._ending:
+                self._end_by_tool(session, outcomes)
+            return [o.observation() for o in outcomes], False
+        if session.done:  # the budget ran out before the user could answer
+            return [], False
+        assert act.message is not None
+        self._dialogue.append(Turn("agent", act.message))
+        return [], True
+
+    def _end_by_tool(self, session: Session, outcomes: list[CallOutcome]) -> None:
+        if session.done:
+            return
+        for outcome in outcomes:
+            if outcome.tool in self._ending and outcome.error is None:
+                session.conclude(self._last_text)
+                return
+
+    def _hear(self, reply: UserReply | BaseException) -> str | None:
+        """Record the user's reply; end the conversation when the user ended it."""
+        session = self._require_session()
+        if isinstance(reply, BaseException):
+            session.abort(f"user simulator: {type(reply).__name__}: {reply}"[:1000])
+            return None
+        if not isinstance(reply, UserReply):
+            session.abort(f"user simulator: replied {type(reply).__name__}, not a UserReply")
+            return None
+        text = reply.text
+        if text:
+            session.recorder.user_turn(text, session.now, reply.metadata)
+            self._dialogue.append(Turn("user", text))
+        if reply.ended:
+            session.conclude(self._last_text)
+        return text
+
+    def _answer(
+        self, results: list[dict[str, Any]], user: str | None
+    ) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
+        session = self._require_session()
         reward = 0.0
         info = self._info()
         if session.done:
@@ -122,12 +283,15 @@ class SimforgeEnv:
         obs = {"results": results, "time": session.now, "step": session.steps, "user": user}
         return obs, reward, session.terminated, session.truncated, info
 
+    # -- the episode's record and its score ----------------------------------------------------
+
     def trajectory(self) -> Episode:
         """The episode so far (built once, when the episode has ended)."""
         session = self._require_session()
         assert self.task is not None
         if self._trajectory is not None:
             return self._trajectory
+        user = getattr(self.user, "name", "scripted")
         trajectory = session.recorder.trajectory(
             session,
             episode_id=f"{self.scenario.id}#{self.task.id}@{session.seed}",
@@ -136,6 +300,7 @@ class SimforgeEnv:
                 id=self.task.id, instruction=self.task.instruction, user_turns=self.task.user_turns
             ),
             policy=self.policy_name,
+            metadata=None if user == "scripted" else {"user": user},
         )
         if session.done:
             self._trajectory = trajectory
@@ -165,14 +330,9 @@ class SimforgeEnv:
 
     def close(self) -> None:
         self.session = None
-
-    def _next_user_turn(self) -> str | None:
-        assert self.task is not None
-        turns = self.task.user_turns
-        if self._user_turn < len(turns):
-            self._user_turn += 1
-            return turns[self._user_turn - 1]
-        return None
+        close = getattr(self.user, "close", None)
+        if callable(close):
+            close()
 
     def _require_session(self) -> Session:
         if self.session is None:
@@ -193,7 +353,36 @@ class SimforgeEnv:
         }
 
 
-def make(scenario_id: str, *, task: str | None = None, faults: str | None = None) -> SimforgeEnv:
+def _split_tasks(tasks: Sequence[Task], split: str | None, scenario: str) -> list[Task]:
+    if split is None:
+        return list(tasks)
+    if split not in SPLITS:
+        raise ValueError(f"split {split!r}: expected one of {list(SPLITS)}")
+    chosen = [t for t in tasks if t.split == split]
+    if not chosen:
+        counts = {s: sum(t.split == s for t in tasks) for s in SPLITS}
+        raise ValueError(f"scenario {scenario!r} has no task in the {split!r} split ({counts})")
+    return chosen
+
+
+def make(
+    scenario_id: str | Sequence[str],
+    *,
+    task: str | None = None,
+    faults: str | None = None,
+    split: Split | None = None,
+    user: User | str | None = None,
+) -> Any:
     """The environment of a registered scenario (``domain/name-vN``) or a scenario YAML path,
-    optionally under a fault profile (a built-in name, the scenario's own, or a YAML path)."""
-    return SimforgeEnv(default_registry.get(scenario_id), task=task, faults=faults)
+    optionally under a fault profile (a built-in name, the scenario's own, or a YAML path).
+    Given a list of scenarios, one environment over all their tasks
+    (:class:`~simforge.env.pool.TaskPool`)."""
+    if not isinstance(scenario_id, str):
+        from simforge.env.pool import TaskPool
+
+        if task is not None:
+            raise ValueError("make([...]): a pool samples its tasks; pass reset(options=...)")
+        return TaskPool(list(scenario_id), faults=faults, split=split, user=user)
+    return SimforgeEnv(
+        default_registry.get(scenario_id), task=task, faults=faults, split=split, user=user
+    )

@@ -5,18 +5,22 @@ The program gets, in its environment:
 
 - ``SIMFORGE_BASE_URL`` - the server; ``SIMFORGE_SESSION`` - its session id;
 - ``SIMFORGE_TOOLS_URL`` - ``POST {url}/{tool}`` with the arguments as a JSON object;
-- ``SIMFORGE_FINISH_URL`` - ``POST {"answer": "..."}`` ends the episode with the final answer;
-- ``SIMFORGE_TOOL_TOKEN`` - ``Authorization: Bearer <token>`` for both; it opens this session's
-  tool plane and nothing else (not the control plane, not another session);
-- ``SIMFORGE_TASK`` (the instruction), ``SIMFORGE_TASK_ID``, ``SIMFORGE_SEED``,
-  ``SIMFORGE_TOOLS_FILE`` (the catalog in OpenAI function format).
+- ``SIMFORGE_MESSAGES_URL`` - ``POST {"content": "..."}`` says something to the user and answers
+  ``{"user": reply | null, "ended": bool}``; once ``ended``, the conversation is over and that
+  message was the final answer (the conversation contract of :mod:`simforge.env.core`);
+- ``SIMFORGE_FINISH_URL`` - ``POST {"answer": "..."}`` ends the episode at once with that answer;
+- ``SIMFORGE_TOOL_TOKEN`` - ``Authorization: Bearer <token>`` for all three; it opens this
+  session and nothing else (not the control plane, not another session);
+- ``SIMFORGE_TASK`` (the instruction: the user's first message), ``SIMFORGE_TASK_ID``,
+  ``SIMFORGE_SEED``, ``SIMFORGE_TOOLS_FILE`` (the tools the task offers, in OpenAI function
+  format), ``SIMFORGE_POLICY_FILE`` (the policy the agent follows, markdown; empty when none).
 
-The episode ends when the program finishes the session or exits (then with no answer), or at
-the wall-clock timeout (the program's process group is killed). Tools are answered by
-:func:`simforge.serve.app.create_app` (the same server ``simforge serve`` runs: errors, retry
-headers and connection resets as a real API shows them), in virtual time by default; a small
-ASGI layer in front of it adds the per-session token and the finish endpoint, which the serve
-layer leaves to the control plane (whose token would also reveal scores).
+The episode ends when the conversation does, when the program finishes the session or exits
+(then with its last message as the answer, if any), or at the wall-clock timeout (the program's
+process group is killed). Tools are answered by :func:`simforge.serve.app.create_app` (the same
+server ``simforge serve`` runs: errors, retry headers and connection resets as a real API shows
+them), in virtual time by default; a small ASGI layer in front of it adds the per-session token
+and keeps harnesses off the control plane (whose token would also reveal scores).
 """
 
 from __future__ import annotations
@@ -48,9 +52,9 @@ Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 
 class HarnessGate:
-    """ASGI in front of the serve app: ``/s/{sid}/...`` needs that session's tool token,
-    ``POST /s/{sid}/finish`` ends the episode; ``/sessions`` (the control plane) is closed to
-    harnesses whatever token they send; discovery (``/openapi.json``) stays open."""
+    """ASGI in front of the serve app: ``/s/{sid}/...`` (tools, messages, finish) needs that
+    session's tool token; ``/sessions`` (the control plane) is closed to harnesses whatever
+    token they send; discovery (``/openapi.json``) stays open."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
@@ -73,36 +77,10 @@ class HarnessGate:
             if expected is None or not secrets.compare_digest(auth, f"Bearer {expected}"):
                 await _answer(send, 401, {"error": "this session's tool token is required"})
                 return
-            if path == f"/s/{sid}/finish" and scope["method"] == "POST":
-                await self._finish(sid, receive, send)
-                return
         elif path.startswith(("/sessions", "/ws", "/tools/", "/mcp")):
             await _answer(send, 403, {"error": "harnesses reach their own session only"})
             return
         await self.app(scope, receive, send)
-
-    async def _finish(self, sid: str, receive: Receive, send: Send) -> None:
-        from simforge.serve.control_plane import env_step
-        from simforge.serve.problems import Problem
-
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
-        try:
-            answer = json.loads(body or b"{}").get("answer", "")
-        except (ValueError, AttributeError):
-            await _answer(send, 422, {"error": 'expected {"answer": "..."}'})
-            return
-        served = self.app.state.manager.get(sid)
-        try:
-            await env_step(served, {"final_answer": str(answer)})
-        except Problem as problem:
-            await _answer(send, problem.status, {"error": str(problem)})
-            return
-        await _answer(send, 200, {"ok": True})
 
 
 async def _answer(send: Send, status: int, body: dict[str, Any]) -> None:
@@ -121,7 +99,8 @@ class _Server:
 
         from simforge.serve.app import create_app
 
-        self.gate = HarnessGate(create_app(env.loaded, time_scale=time_scale))
+        user = getattr(env.user, "spec", None)
+        self.gate = HarnessGate(create_app(env.loaded, time_scale=time_scale, user=user))
         config = uvicorn.Config(self.gate, host="127.0.0.1", port=0, log_level="warning",
                                 lifespan="on", access_log=False)
         self.server = uvicorn.Server(config)
@@ -188,7 +167,11 @@ class HarnessPolicy(PolicyBase):
             exit_code, timed_out, stderr = self._run_program(server, served, sid, token,
                                                              policy_seed)
             if not served.session.done:
-                server.run(lambda: served.env.step({"final_answer": NOOP_ANSWER}))
+                # the program left without ending the conversation: its last text, if it said
+                # anything, is its answer (as when the user ends the conversation)
+                last = served.env.last_text
+                server.run(lambda: served.env.step(
+                    {"final_answer": last if last is not None else NOOP_ANSWER}))
             session = served.session
             outcome = finish_outcome(served.env, self.name, seed, session.terminated,
                                      session.truncated)
@@ -208,7 +191,10 @@ class HarnessPolicy(PolicyBase):
         with tempfile.TemporaryDirectory(prefix="simforge-harness-") as tmp:
             tools_file = os.path.join(tmp, "tools.json")
             with open(tools_file, "w", encoding="utf-8") as f:
-                json.dump(served.env.pack.catalog.to_openai(), f)
+                json.dump(served.env.tools.to_openai(), f)
+            policy_file = os.path.join(tmp, "policy.md")
+            with open(policy_file, "w", encoding="utf-8") as f:
+                f.write(served.env.loaded.policy)
             env = {
                 **os.environ,
                 "SIMFORGE_BASE_URL": server.base_url,
@@ -216,6 +202,8 @@ class HarnessPolicy(PolicyBase):
                 "SIMFORGE_TOOL_TOKEN": token,
                 "SIMFORGE_TOOLS_URL": f"{server.base_url}/s/{sid}/tools",
                 "SIMFORGE_FINISH_URL": f"{server.base_url}/s/{sid}/finish",
+                "SIMFORGE_MESSAGES_URL": f"{server.base_url}/s/{sid}/messages",
+                "SIMFORGE_POLICY_FILE": policy_file,
                 "SIMFORGE_TASK": task.instruction,
                 "SIMFORGE_TASK_ID": task.id,
                 "SIMFORGE_SEED": str(policy_seed),

@@ -63,6 +63,9 @@ def stress(
     trials: int = typer.Option(1, "--trials", "-k", min=1,
                                help="Trials per cell (policy reseeded)."),
     tasks: list[str] = typer.Option(None, "--task", "-t", help="Only these tasks (repeatable)."),
+    user: str = typer.Option(
+        None, "--user", "-u", help="Simulated user: scripted or llm:MODEL ($SIMFORGE_USER)."
+    ),
     workers: int = typer.Option(None, "--workers", "-w", help="Processes (0: in-process)."),
     backend: str = typer.Option("local", "--backend", help="local or ray."),
     ray_address: str = typer.Option(None, "--ray-address", help="Ray cluster (auto, ray://...)."),
@@ -98,6 +101,7 @@ def stress(
                 profiles=[normalise_ref(f) for f in _split(faults)] or ["none"], seeds=seeds,
                 trials=trials,
                 tasks=_split(tasks) or None,
+                user=user or os.environ.get("SIMFORGE_USER") or None,
             ).with_baseline()
             prepared = prepare(run_store, config, backend=backend)  # type: ignore[arg-type]
         n_workers = workers if workers is not None else (os.cpu_count() or 1)

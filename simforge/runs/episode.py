@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from simforge.env.core import SimforgeEnv
-from simforge.policies.base import Policy, act_async
+from simforge.policies.base import Policy, PolicyUnavailable, act_async
 from simforge.trace.episode import Episode
 
 
@@ -121,7 +121,11 @@ def play_episode(
     policy_seed: int | None = None,
 ) -> EpisodeOutcome:
     """One episode to its end. ``policy_seed`` (default: ``seed``) seeds the policy apart from
-    the environment, so repeated trials of a stochastic policy face the same world."""
+    the environment, so repeated trials of a stochastic policy face the same world. Without
+    ``faults``, the environment's own profile (``make(..., faults=)``) applies, whoever plays:
+    an in-process policy or a driver of its own (an external harness)."""
+    if faults is None:
+        faults = env.default_faults
     if isinstance(policy, EpisodeDriver):
         return policy.play_episode(
             env, seed=seed, task=task, faults=faults,
@@ -130,8 +134,23 @@ def play_episode(
     obs = _start(env, policy, seed, task, faults, policy_seed)
     terminated = truncated = False
     while not (terminated or truncated):
-        obs, _reward, terminated, truncated, _info = env.step(policy.act(obs))
-    return finish_outcome(env, policy.name, seed, terminated, truncated)
+        try:
+            action = policy.act(obs)
+        except PolicyUnavailable as exc:
+            _abort(env, exc)
+            break
+        obs, _reward, terminated, truncated, _info = env.step(action)
+    session = env.session
+    assert session is not None
+    return finish_outcome(env, policy.name, seed, session.terminated, session.truncated)
+
+
+def _abort(env: SimforgeEnv, exc: PolicyUnavailable) -> None:
+    """What the policy depends on failed mid-episode (its model's endpoint): the episode ends
+    as invalid, with what was recorded up to there, and the run goes on."""
+    session = env.session
+    assert session is not None
+    session.abort(f"policy unavailable: {exc}"[:1000])
 
 
 async def aplay_episode(
@@ -143,13 +162,22 @@ async def aplay_episode(
     faults: str | None = None,
     policy_seed: int | None = None,
 ) -> EpisodeOutcome:
-    """:func:`play_episode` for policies that await (``aact``); others run as they are."""
+    """:func:`play_episode` for policies that await (``aact``); others run as they are. The
+    user's replies are awaited too (``env.astep``)."""
+    if faults is None:
+        faults = env.default_faults
     obs = _start(env, policy, seed, task, faults, policy_seed)
     terminated = truncated = False
     while not (terminated or truncated):
-        action = await act_async(policy, obs)
-        obs, _reward, terminated, truncated, _info = env.step(action)
-    return finish_outcome(env, policy.name, seed, terminated, truncated)
+        try:
+            action = await act_async(policy, obs)
+        except PolicyUnavailable as exc:
+            _abort(env, exc)
+            break
+        obs, _reward, terminated, truncated, _info = await env.astep(action)
+    session = env.session
+    assert session is not None
+    return finish_outcome(env, policy.name, seed, session.terminated, session.truncated)
 
 
 def run_episode(

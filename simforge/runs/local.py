@@ -30,10 +30,10 @@ def _init_worker(runner: int) -> None:
     watch_runner(runner)
 
 
-def _context(refs: dict[str, str]) -> mp.context.BaseContext:
+def _context(refs: dict[str, str], user: str | None) -> mp.context.BaseContext:
     if sys.platform.startswith("linux"):
         for ref in refs.values():
-            warm_env(ref)  # inherited by every forked worker
+            warm_env(ref, user)  # inherited by every forked worker
         return mp.get_context("fork")
     ctx = mp.get_context("forkserver")
     ctx.set_forkserver_preload(["simforge.runs.worker", "simforge.env.core"])
@@ -49,14 +49,15 @@ def run_local(
     trajectories: bool = True,
     profiles: dict[str, str] | None = None,
     max_in_flight: int | None = None,
+    user: str | None = None,
 ) -> Iterator[list[Record]]:
     """Records of ``cells``, a batch per finished chunk (in completion order, not plan order);
     in-process, a batch per cell, so that each is stored the moment it ends."""
     if workers <= 0:
         for cell in cells:
-            yield run_cells([cell], refs, policy_spec, trajectories, profiles)
+            yield run_cells([cell], refs, policy_spec, trajectories, profiles, user)
         return
-    ctx = _context(refs)
+    ctx = _context(refs, user)
     pending = chunks(cells, workers)
     limit = max_in_flight or workers * 4
     with ProcessPoolExecutor(
@@ -69,7 +70,7 @@ def run_local(
                 while next_chunk < len(pending) and len(in_flight) < limit:
                     in_flight.add(
                         pool.submit(run_cells, pending[next_chunk], refs, policy_spec,
-                                    trajectories, profiles)
+                                    trajectories, profiles, user)
                     )
                     next_chunk += 1
                 done, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)

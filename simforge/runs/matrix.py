@@ -48,6 +48,9 @@ class RunConfig(BaseModel):
     trials: int = Field(1, ge=1)
     tasks: list[str] | None = None
     """Only these task ids (default: every task)."""
+    user: str | None = None
+    """The simulated user's spec (``scripted``, ``llm:MODEL``; default ``$SIMFORGE_USER`` or
+    scripted)."""
 
     def with_baseline(self) -> RunConfig:
         profiles = [BASELINE, *[p for p in self.profiles if p != BASELINE]]

@@ -44,6 +44,7 @@ def run_ray(
     trajectories: bool = True,
     profiles: dict[str, str] | None = None,
     max_in_flight: int | None = None,
+    user: str | None = None,
 ) -> Iterator[list[Record]]:
     """Records of ``cells``, a batch per finished task. Connects to ``address`` (``auto`` for the
     cluster this machine belongs to, ``ray://host:10001`` for a remote one) or starts a local
@@ -67,7 +68,7 @@ def run_ray(
         while next_chunk < len(pending) and len(in_flight) < limit:
             in_flight.append(
                 remote.remote(pending[next_chunk], refs_handle, policy_spec, trajectories,
-                              profiles)
+                              profiles, user)
             )
             next_chunk += 1
         done, in_flight = ray.wait(in_flight, num_returns=1)

@@ -51,6 +51,10 @@ def prepare(
     closer = getattr(build_policy(config.policy), "close", None)  # fail fast on a bad spec
     if callable(closer):
         closer()
+    if config.user is not None:
+        from simforge.users.specs import build_user
+
+        build_user(config.user)  # and on a bad user spec
     if resume is not None:
         run_id = resume
         done = store.done_keys(run_id)
@@ -84,12 +88,13 @@ def execute(
         records = run_ray(
             cells, prepared.plan.refs, prepared.config.policy, address=ray_address,
             num_cpus=workers or None, trajectories=trajectories,
-            profiles=prepared.plan.profiles,
+            profiles=prepared.plan.profiles, user=prepared.config.user,
         )
     else:
         records = run_local(
             cells, prepared.plan.refs, prepared.config.policy, workers=workers,
             trajectories=trajectories, profiles=prepared.plan.profiles,
+            user=prepared.config.user,
         )
     written = 0
     for batch in records:

@@ -28,17 +28,18 @@ _envs: dict[str, SimforgeEnv] = {}
 _policies: dict[str, Policy] = {}
 
 
-def warm_env(ref: str) -> None:
+def warm_env(ref: str, user: str | None = None) -> None:
     """Load ``ref``'s environment now (before forking workers that will inherit it)."""
-    _env(ref)
+    _env(ref, user)
 
 
-def _env(ref: str) -> SimforgeEnv:
-    env = _envs.get(ref)
+def _env(ref: str, user: str | None = None) -> SimforgeEnv:
+    key = ref if user is None else f"{ref}\x00{user}"
+    env = _envs.get(key)
     if env is None:
         from simforge.env.core import make
 
-        env = _envs[ref] = make(ref)
+        env = _envs[key] = make(ref, user=user)
     return env
 
 
@@ -58,12 +59,14 @@ def run_cell(
     *,
     faults: str | None = None,
     trajectories: bool = True,
+    user: str | None = None,
 ) -> Record:
     """Play one cell and return its record; never raises for a failing episode. ``faults`` is
-    where the cell's profile resolves from (default: its name)."""
+    where the cell's profile resolves from (default: its name); ``user`` the simulated user's
+    spec (default: ``$SIMFORGE_USER`` or scripted)."""
     started = time.perf_counter()
     try:
-        env, policy = _env(ref), _policy(policy_spec)
+        env, policy = _env(ref, user), _policy(policy_spec)
         started = time.perf_counter()  # loading a pack once per worker is not the episode's
         outcome = play_episode(
             env,
@@ -87,13 +90,14 @@ def run_cells(
     policy_spec: str,
     trajectories: bool = True,
     profiles: dict[str, str] | None = None,
+    user: str | None = None,
 ) -> list[Record]:
     """Records of ``cells``; ``refs`` and ``profiles`` map scenario ids and profile names to
     what they load from (see :class:`simforge.runs.matrix.Plan`)."""
     profiles = profiles or {}
     return [
         run_cell(c, refs[c.scenario], policy_spec, faults=profiles.get(c.profile),
-                 trajectories=trajectories)
+                 trajectories=trajectories, user=user)
         for c in cells
     ]
 

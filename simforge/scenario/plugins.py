@@ -116,12 +116,34 @@ def load_pack(ref: str, *, relative_to: Path | None = None) -> Pack:
         if not isinstance(pack, Pack):
             raise PluginError(f"pack {folder}: pack.py must define PACK = Pack(...)")
         pack.path = folder
+        if not pack.policy:
+            pack.policy = read_policy(folder)
         try:
             pack.catalog  # noqa: B018 - validate eagerly: duplicate tools, unknown entities
         except Exception as exc:
             raise PluginError(f"pack {folder}: {exc}") from exc
         _packs[folder] = pack
         return pack
+
+
+POLICY_FILE = "policy.md"
+POLICY_DIR = "policy"
+
+
+def read_policy(folder: Path) -> dict[str, str]:
+    """A pack folder's policy: ``policy.md`` (every system) and ``policy/<system>.md``."""
+    sections: dict[str, str] = {}
+    general = folder / POLICY_FILE
+    try:
+        if general.is_file():
+            sections[""] = general.read_text(encoding="utf-8")
+        parts = folder / POLICY_DIR
+        if parts.is_dir():
+            for path in sorted(parts.glob("*.md")):
+                sections[path.stem] = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PluginError(f"pack {folder}: policy: {exc}") from exc
+    return sections
 
 
 def _load_synth(folder: Path) -> Pack:
@@ -131,6 +153,7 @@ def _load_synth(folder: Path) -> Pack:
 
     try:
         pack = load_synth_pack(folder)
+        pack.policy = pack.policy or read_policy(folder)
         pack.catalog  # noqa: B018 - validate eagerly, like a hand-written pack
     except Exception as exc:
         raise PluginError(f"pack {folder}: failed to load: {type(exc).__name__}: {exc}") from exc

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -16,19 +17,56 @@ from simforge.config import NotFound, at_line
 from simforge.faults.library import resolve_profile
 from simforge.paths import resource_dirs
 from simforge.scenario.loader import ScenarioError, load_scenario
-from simforge.scenario.model import Scenario
+from simforge.scenario.model import PolicyFile, Scenario
+from simforge.scenario.offer import OfferError, offered_tools, policy_text
 from simforge.scenario.plugins import PluginError, load_pack
 from simforge.synth.pack_files import MANIFEST
-from simforge.tools.pack import Pack
+from simforge.tools.pack import Pack, ToolCatalog
 
 
 @dataclass(frozen=True)
 class LoadedScenario:
-    """A scenario with its pack resolved, ready for ``make``."""
+    """A scenario with its pack resolved, ready for ``make``; what each task offers its agent
+    (tools, policy) is worked out once, on first use (:mod:`simforge.scenario.offer`)."""
 
     scenario: Scenario
     pack: Pack
     path: Path | None
+
+    @cached_property
+    def offered(self) -> dict[str, tuple[str, ...]]:
+        """``{task id: names of the tools it offers}``."""
+        return offered_tools(self.scenario, self.pack)
+
+    @cached_property
+    def _catalogs(self) -> dict[tuple[str, ...], ToolCatalog]:
+        return {}
+
+    def tools(self, task_id: str) -> ToolCatalog:
+        """The catalog a task's agent sees and calls (a subset of the pack's, in its order)."""
+        names = self.offered[task_id]
+        catalog = self._catalogs.get(names)
+        if catalog is None:
+            full = self.pack.catalog
+            catalog = full if len(names) == len(full) else ToolCatalog(full[n] for n in names)
+            self._catalogs[names] = catalog
+        return catalog
+
+    @cached_property
+    def policy(self) -> str:
+        """The policy (markdown) the agent is given; empty when there is none."""
+        names = {n for names in self.offered.values() for n in names}
+        base = self.path.parent if self.path is not None else None
+        return policy_text(self.scenario, self.pack, names, base)
+
+    @cached_property
+    def all_offered(self) -> ToolCatalog:
+        """Every tool some task of the scenario offers (what a server documents)."""
+        names = {n for names in self.offered.values() for n in names}
+        full = self.pack.catalog
+        return full if len(names) == len(full) else ToolCatalog(
+            t for n, t in full.items() if n in names
+        )
 
 
 class ScenarioRegistry:
@@ -119,6 +157,15 @@ def _check_references(scenario: Scenario, pack: Pack, path: Path) -> None:
                                      f"task {task.id!r}: oracle step {i} calls unknown tool "
                                      f"{call.tool!r}"))
     problems.extend(_check_validators(scenario))
+    try:
+        offered_tools(scenario, pack)
+    except OfferError as exc:
+        problems.append((exc.loc, str(exc)))
+    if isinstance(scenario.policy, PolicyFile):
+        target = Path(scenario.policy.file)
+        target = target if target.is_absolute() else path.parent / target
+        if not target.is_file():
+            problems.append((["policy", "file"], f"policy: no such file {str(target)!r}"))
     for p, name in enumerate(scenario.faults.profiles):
         try:
             resolve_profile(name, scenario.faults.custom)

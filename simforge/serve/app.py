@@ -3,6 +3,7 @@
 ::
 
     POST /tools/{name}, /s/{sid}/tools/{name}   tool plane (bare ASGI, hot path)   open
+    POST /s/{sid}/messages, /s/{sid}/finish     the conversation (agent plane)     open
     /mcp, /s/{sid}/mcp                          MCP, streamable HTTP                open
     /sessions/...                               control plane (FastAPI router)      token
     /ws                                         OpenEnv WebSocket protocol          token
@@ -32,6 +33,7 @@ from simforge.scenario.plugins import PluginError, load_pack
 from simforge.scenario.registry import LoadedScenario, default_registry
 from simforge.tools.pack import Pack
 
+from .agent_plane import agent_router
 from .control_plane import control_router
 from .mcp_server import SESSION_SCOPE_KEY, build_mcp
 from .openenv import openenv_router
@@ -91,12 +93,14 @@ def create_app(
     task: str | None = None,
     faults: str | None = None,
     seed: int | None = None,
+    user: str | None = None,
 ) -> SimforgeApp:
     """The server for ``target``. ``time_scale`` maps simulated seconds to wall seconds (0:
-    answer at once); without ``token`` one is generated (``app.state.token``)."""
+    answer at once); without ``token`` one is generated (``app.state.token``); ``user`` is the
+    simulated user of every session (a spec: ``scripted``, ``llm:MODEL``)."""
     loaded = resolve_target(target)
     token = token or secrets.token_urlsafe(24)
-    manager = SessionManager(loaded, time_scale=time_scale, limits=limits)
+    manager = SessionManager(loaded, time_scale=time_scale, limits=limits, user=user)
     manager.create_default(task=task, seed=seed, faults=faults)
     mcp = build_mcp(manager)
 
@@ -127,6 +131,7 @@ def create_app(
     app.state.token = token
     install_handlers(app)
     app.include_router(control_router(manager, token))
+    app.include_router(agent_router(manager))
     app.include_router(openenv_router(manager, token))
     _document_tools(app, manager)
     return app
@@ -135,7 +140,7 @@ def create_app(
 def _document_tools(app: FastAPI, manager: SessionManager) -> None:
     """``/openapi.json`` = FastAPI's own routes + one operation per tool, built from each
     ToolSpec's JSON schemas as they are (see :func:`tool_operations`)."""
-    catalog = manager.loaded.pack.catalog
+    catalog = manager.loaded.all_offered
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:

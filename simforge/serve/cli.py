@@ -36,6 +36,9 @@ def register(app: typer.Typer) -> None:
         idle_ttl: float = typer.Option(900.0, "--idle-ttl", min=1.0, help="Seconds."),
         max_body: int = typer.Option(1 << 20, "--max-body", min=1024, help="Bytes."),
         log_level: str = typer.Option("warning", "--log-level"),
+        user: str = typer.Option(
+            None, "--user", help="Simulated user: scripted or llm:MODEL ($SIMFORGE_USER)."
+        ),
     ) -> None:
         """Serve a scenario's tools over HTTP (REST + OpenAPI, MCP, OpenEnv), with sessions."""
         import uvicorn
@@ -54,6 +57,7 @@ def register(app: typer.Typer) -> None:
                 task=task,
                 faults=faults,
                 seed=seed,
+                user=user,
             )
         listener = listen(host, port)
         base = f"http://{host}:{port}"

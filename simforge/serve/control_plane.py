@@ -121,7 +121,7 @@ async def env_step(served: ServedSession, action: Any) -> dict[str, Any]:
         if served.session.done:
             raise episode_ended(served)
         try:
-            obs, reward, terminated, truncated, info = served.env.step(action)
+            obs, reward, terminated, truncated, info = await served.env.astep(action)
         except ActionError as exc:
             where = str(exc).partition(":")[0]
             raise Problem(

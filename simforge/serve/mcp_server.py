@@ -7,6 +7,11 @@ needs no server-side state of its own and a simforge session is shared by REST a
 A tool's MCP form comes from its ToolSpec (input and output schema, a read-only hint); a call is
 the same simulated call as ``POST /tools/{name}``, and an error comes back as an error result
 (``isError``) carrying the problem body, so the model can read it and retry.
+
+Beside the session's tools, MCP lists one more, :data:`MESSAGE_TOOL` (``message_user``, or
+``simforge_message_user`` in a pack that has a tool of that name): the agent's message to the
+user, answered with the user's reply, the same move as ``POST /s/{sid}/messages``. When the
+reply says ``ended``, the conversation is over and that message was the agent's final answer.
 """
 
 from __future__ import annotations
@@ -18,11 +23,25 @@ import orjson
 from mcp.server.lowlevel.server import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
+from .control_plane import env_step
 from .problems import Problem, tool_problem
-from .sessions import SessionManager
+from .sessions import DEFAULT_SESSION, SessionManager
 from .tool_plane import invoke
 
 SESSION_SCOPE_KEY = "simforge.session"
+MESSAGE_TOOL = "message_user"
+MESSAGE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "content": {"type": "string", "description": "What you say to the user."},
+    },
+    "required": ["content"],
+    "additionalProperties": False,
+}
+
+
+def message_tool_name(tools: Any) -> str:
+    return MESSAGE_TOOL if MESSAGE_TOOL not in tools else f"simforge_{MESSAGE_TOOL}"
 
 
 def _session_of(ctx: Any) -> str | None:
@@ -56,6 +75,17 @@ def mcp_tools(manager: SessionManager, session_id: str | None) -> list[types.Too
                 annotations=types.ToolAnnotations(read_only_hint=spec.kind == "read"),
             )
         )
+    tools.append(
+        types.Tool(
+            name=message_tool_name(served.session.tools),
+            description=(
+                "Send a message to the user you are helping and get their reply. When the "
+                "reply says the conversation ended, your message was your final answer."
+            ),
+            input_schema=MESSAGE_SCHEMA,
+            annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
+        )
+    )
     return tools
 
 
@@ -67,8 +97,12 @@ def build_mcp(manager: SessionManager) -> StreamableHTTPSessionManager:
             raise ValueError(problem.detail) from None
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        sid = _session_of(ctx)
         try:
-            outcome = await invoke(manager, _session_of(ctx), params.name, params.arguments or {})
+            served = manager.get(sid or DEFAULT_SESSION)
+            if params.name == message_tool_name(served.session.tools):
+                return await _message(served, params.arguments or {})
+            outcome = await invoke(manager, sid, params.name, params.arguments or {})
         except Problem as problem:
             return types.CallToolResult(content=[_text(problem.body())], is_error=True)
         if outcome.error is not None:
@@ -81,6 +115,19 @@ def build_mcp(manager: SessionManager) -> StreamableHTTPSessionManager:
             content=[_text(result)],
             structured_content=result if isinstance(result, dict) else None,
         )
+
+    async def _message(served: Any, arguments: dict[str, Any]) -> types.CallToolResult:
+        content = arguments.get("content")
+        if not isinstance(content, str):
+            problem = Problem(422, "invalid_argument", "content: expected a string",
+                              errors=[{"field": "content", "expected": "string"}])
+            return types.CallToolResult(content=[_text(problem.body())], is_error=True)
+        answer = await env_step(served, {"message": content})
+        reply = {
+            "user": answer["observation"].get("user"),
+            "ended": bool(answer["terminated"] or answer["truncated"]),
+        }
+        return types.CallToolResult(content=[_text(reply)], structured_content=reply)
 
     server: Server[Any] = Server(
         "simforge",

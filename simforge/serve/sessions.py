@@ -61,6 +61,7 @@ def sandbox_scenario(pack: Pack) -> LoadedScenario:
         pack=str(pack.path or pack.name),
         tasks=[Task(id="sandbox", instruction=f"Use the {pack.name} tools.")],
         think_time=Constant(seconds=0.0),
+        tools=["*"],
     )
     return LoadedScenario(scenario, pack, None)
 
@@ -103,18 +104,9 @@ class ServedSession:
         return obs, info
 
     def initial_observation(self) -> dict[str, Any]:
-        """What ``reset`` showed the agent (instruction and tools), rebuilt on demand rather than
-        kept: an idle session should cost only its World overlay and clock."""
-        task = self.env.task
-        assert task is not None
-        return {
-            "task": {"id": task.id, "instruction": task.instruction},
-            "tools": self.env.pack.catalog.to_openai(),
-            "time": 0.0,
-            "step": 0,
-            "results": [],
-            "user": None,
-        }
+        """What ``reset`` showed the agent (instruction, tools, policy), rebuilt on demand
+        rather than kept: an idle session should cost only its World overlay and clock."""
+        return self.env.initial_observation()
 
     def think_for_wall_clock(self) -> float:
         """In real-time mode, the simulated seconds that passed on the wall since the last answer
@@ -194,11 +186,18 @@ class SessionManager:
     """Creates, finds, resets and deletes served sessions; evicts idle ones."""
 
     def __init__(
-        self, loaded: LoadedScenario, *, time_scale: float = 1.0, limits: Limits = Limits()
+        self,
+        loaded: LoadedScenario,
+        *,
+        time_scale: float = 1.0,
+        limits: Limits = Limits(),
+        user: str | None = None,
     ) -> None:
         self.loaded = loaded
         self.time_scale = time_scale
         self.limits = limits
+        self.user = user
+        """The user spec of every session's simulated user (``scripted``, ``llm:MODEL``)."""
         self.sessions: dict[str, ServedSession] = {}
         self._sandbox = with_budgets(loaded, UNBOUNDED)
 
@@ -253,7 +252,11 @@ class SessionManager:
         try:
             # a sandbox session takes calls without end: keep only the recent part of its record
             env = SimforgeEnv(
-                loaded, task=task, faults=faults, record_limit=SANDBOX_RECORD if sandbox else None
+                loaded,
+                task=task,
+                faults=faults,
+                record_limit=SANDBOX_RECORD if sandbox else None,
+                user=self.user,
             )
             served = ServedSession(
                 sid,

@@ -44,20 +44,32 @@ class Recorder:
             maxlen=None if limit is None else 3 * limit
         )
 
-    def user_turn(self, text: str, now: float) -> None:
-        self.events.append(("user", text, now))
+    def user_turn(self, text: str, now: float, metadata: dict[str, Any] | None = None) -> None:
+        self.events.append(("user", text, now) if not metadata else ("user", text, now, metadata))
 
-    def assistant_turn(self, text: str | None, outcomes: list[CallOutcome], now: float) -> None:
+    def assistant_turn(
+        self,
+        text: str | None,
+        outcomes: list[CallOutcome],
+        now: float,
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
         self.calls.extend(outcomes)
         # a single call is kept as itself: the step's list can then die young
         calls = outcomes[0] if len(outcomes) == 1 else outcomes
-        self.events.append(("assistant", text, calls, now))
+        if metadata:
+            self.events.append(("assistant", text, calls, now, metadata))
+        else:
+            self.events.append(("assistant", text, calls, now))
 
     def tool_result(self, outcome: CallOutcome) -> None:
         self.events.append(outcome)
 
-    def final_answer(self, text: str, now: float) -> None:
-        self.events.append(("assistant", text, _NO_CALLS, now))
+    def final_answer(self, text: str, now: float, metadata: dict[str, Any] | None = None) -> None:
+        if metadata:
+            self.events.append(("assistant", text, _NO_CALLS, now, metadata))
+        else:
+            self.events.append(("assistant", text, _NO_CALLS, now))
 
     def trajectory(
         self,
@@ -67,6 +79,7 @@ class Recorder:
         scenario: str,
         task: TaskSpec,
         policy: str | None = None,
+        metadata: dict[str, Any] | None = None,
     ) -> Episode:
         messages: list[Message] = []
         issued_by: dict[str, int] = {}
@@ -76,10 +89,12 @@ class Recorder:
             if not isinstance(event, tuple):  # a tool result: the call itself
                 messages.append(_tool_message(event))
             elif event[0] == "user":
-                _, content, at = event
-                messages.append(Message(role="user", content=content, timestamp=at))
+                meta = event[3] if len(event) > 3 else {}
+                messages.append(
+                    Message(role="user", content=event[1], timestamp=event[2], metadata=meta)
+                )
             else:
-                _, text, calls, at = event
+                _, text, calls, at = event[:4]
                 outcomes = calls if isinstance(calls, list | tuple) else (calls,)
                 for o in outcomes:
                     issued_by[o.call_id] = len(messages)
@@ -89,6 +104,7 @@ class Recorder:
                         content=text,
                         tool_call_ids=[o.call_id for o in outcomes],
                         timestamp=at,
+                        metadata=event[4] if len(event) > 4 else {},
                     )
                 )
         calls = [_tool_call(o, issued_by.get(o.call_id)) for o in self.calls]
@@ -101,6 +117,7 @@ class Recorder:
             messages=messages,
             tool_calls=calls,
             outcome=Outcome(),
+            metadata=metadata or {},
             simulation=SimulationRecord(
                 scenario=scenario,
                 task=task.id or "",

@@ -102,10 +102,17 @@ class Session:
         return self.terminated or self.truncated
 
     def step(
-        self, calls: Sequence[CallRequest], *, think: float | None = None, text: str | None = None
+        self,
+        calls: Sequence[CallRequest],
+        *,
+        think: float | None = None,
+        text: str | None = None,
+        metadata: dict[str, Any] | None = None,
     ) -> list[CallOutcome]:
         """Advance by the agent's think time, then run ``calls`` concurrently until each has an
-        answer (or the time budget runs out). Returns the outcomes in the order of ``calls``."""
+        answer (or the time budget runs out). Returns the outcomes in the order of ``calls``.
+        ``text`` is what the agent said in the step (to the user, or beside its calls);
+        ``metadata`` is recorded with it (an LLM's token usage)."""
         if self.done:
             raise SessionClosed("the episode has ended; reset to start a new one")
         self.steps += 1
@@ -126,7 +133,7 @@ class Session:
         for call in calls:
             outcomes.append(start(call.tool, call.args, call.call_id))
         recorder = self.recorder
-        recorder.assistant_turn(text, outcomes, env.now)
+        recorder.assistant_turn(text, outcomes, env.now, metadata)
         pending = []
         for outcome in outcomes:
             if outcome.process is not None and outcome.ended_at is None:
@@ -146,7 +153,9 @@ class Session:
             self._truncate("max_steps")
         return outcomes
 
-    def finish(self, answer: str, *, think: float | None = None) -> None:
+    def finish(
+        self, answer: str, *, think: float | None = None, metadata: dict[str, Any] | None = None
+    ) -> None:
         """The agent's final answer ends the episode (terminated)."""
         if self.done:
             raise SessionClosed("the episode has ended; reset to start a new one")
@@ -155,8 +164,23 @@ class Session:
             self._advance_to(self.env.now + dt)
         self.final_answer = answer
         self.terminated = True
-        self.recorder.final_answer(answer, self.env.now)
+        self.recorder.final_answer(answer, self.env.now, metadata)
         self._settle()
+
+    def conclude(self, answer: str | None) -> None:
+        """The conversation is over (the user ended it, or the agent called a tool that ends
+        it): the agent's last text, already recorded, is its final answer (terminated)."""
+        if self.done:
+            raise SessionClosed("the episode has ended; reset to start a new one")
+        self.final_answer = answer
+        self.terminated = True
+        self._settle()
+
+    def abort(self, reason: str) -> None:
+        """End the episode as invalid: something outside the agent failed (a user simulator)."""
+        self.mark_invalid(reason)
+        if not self.done:
+            self._truncate("invalid")
 
     def call(self, tool: str, args: Any, *, think: float = 0.0) -> CallOutcome:
         """One call in its own step: a convenience for scripts and tests."""

@@ -64,6 +64,17 @@ class SynthReport:
     """The first of them, each ``file:line ...: reason``."""
     read_as_data: list[str] = field(default_factory=list)
     """Trace paths that were data snapshots, read as if given with ``--data``."""
+    eval_tasks: int = 0
+    """Tasks made of held-out episodes (``split: eval``)."""
+    eval_skipped: list[str] = field(default_factory=list)
+    """Held-out episodes left out of the eval split (they call tools training never saw)."""
+    policy_chars: int = 0
+    """Length of the agent policy found in the traces (0: none)."""
+
+
+ENDING_TOOL = re.compile(r"^(transfer|hand_?off|escalate)_to_(a_)?human", re.IGNORECASE)
+"""Tools that hand the conversation to a person (tau2's ``transfer_to_human_agents``): a
+successful call ends the episode."""
 
 
 def in_holdout(episode_id: str, fraction: float, seed: int) -> bool:
@@ -256,8 +267,29 @@ def synthesize(
     tasks = []
     for index, (episode, state) in enumerate(states):
         tasks.append(build_task(index, episode, state, base, pks, learner.modelled))
+    # Held-out episodes become the eval split: walked over the same seed world, but nothing of
+    # them reaches what was learned. One that calls a tool no training episode showed would
+    # be unsolvable in this pack, which says nothing of the agent: it is counted, not kept.
+    known = {entry["spec"]["name"] for entry in tool_entries}
+    held = [e for e in usable if in_holdout(e.id, holdout, seed)]
+    for episode in held:
+        unseen = sorted({_safe_name(c.tool) for c in episode.tool_calls} - known)
+        if unseen:
+            report.eval_skipped.append(f"{episode.id}: calls {', '.join(unseen)}")
+            continue
+        state = walk(episode, catalog, profiles, base, pks, parent_of, {}, primary)
+        task = build_task(len(tasks), episode, state, base, pks, learner.modelled)
+        task["split"] = "eval"
+        tasks.append(task)
+    if report.eval_skipped:
+        warn(
+            f"{len(report.eval_skipped)} held-out episode(s) call tools that no training episode "
+            f"shows and are not eval tasks, first: {report.eval_skipped[0]}"
+        )
     report.tasks = len(tasks)
+    report.eval_tasks = sum(1 for t in tasks if t.get("split") == "eval")
     report.gold_tasks = sum(1 for t in tasks if t["metadata"]["gold"])
+    policy = _policy_of(train)
     pack_name = name or _safe_id(out.name)
     scenario = {
         "id": f"synth/{pack_name}-v1",
@@ -304,8 +336,21 @@ def synthesize(
         world={k: list(v.values()) for k, v in base.items()},
         replay={tool: table.entries for tool, table in replays.items()},
         scenario=scenario,
+        policy=policy,
     )
+    report.policy_chars = len(policy or "")
     return report
+
+
+def _policy_of(episodes: list[Episode]) -> str | None:
+    """The agent policy the traces carry (tau2's ``environment_info.policy``): the one most
+    training episodes were run under."""
+    counts: dict[str, int] = {}
+    for episode in episodes:
+        text = episode.metadata.get("policy")
+        if isinstance(text, str) and text.strip():
+            counts[text] = counts.get(text, 0) + 1
+    return max(counts, key=counts.__getitem__) if counts else None
 
 
 def _safe_id(text: str) -> str:
@@ -355,6 +400,8 @@ def _tool_entry(tool: str, prof: Any, desc: dict[str, Any]) -> dict[str, Any]:
         "latency": timing.to_json(timing.latency_model(prof.durations, kind)),
         "errors": timing.to_json(timing.error_model(dict(prof.errors), prof.calls)),
     }
+    if ENDING_TOOL.match(tool):
+        spec["ends_conversation"] = True
     return {"spec": spec, "handler": {**desc, "tool": _safe_name(tool)}}
 
 

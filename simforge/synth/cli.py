@@ -105,6 +105,9 @@ def register(app: typer.Typer) -> None:
             "handlers": report.handlers,
             "tasks": report.tasks,
             "gold_tasks": report.gold_tasks,
+            "eval_tasks": report.eval_tasks,
+            "eval_skipped": report.eval_skipped,
+            "policy_chars": report.policy_chars,
             "warnings": report.warnings,
             "rejected": report.rejected,
             "rejections": report.rejections,
@@ -121,10 +124,12 @@ def register(app: typer.Typer) -> None:
         for tool, kind in sorted(report.handlers.items()):
             table.add_row(tool, kind)
         _out.print(table)
+        policy = f"a policy of {report.policy_chars} characters; " if report.policy_chars else ""
         _out.print(
             f"{report.episodes} episodes ({report.empty_episodes} without tool calls skipped), "
             f"{report.train} learned from, {len(report.holdout)} held out; "
-            f"{report.tasks} tasks ({report.gold_tasks} gold); "
+            f"{report.tasks} tasks ({report.gold_tasks} gold, {report.eval_tasks} in the eval "
+            f"split); {policy}"
             f"{summary['seconds']} s, peak memory {summary['peak_rss_mib']} MiB",
             highlight=False,
         )

@@ -124,8 +124,11 @@ def holdout_ids(folder: Path | str) -> set[str]:
     return set(read_manifest(Path(folder)).get("split", {}).get("holdout") or [])
 
 
-def replay_gold(folder: Path | str) -> dict[str, Any]:
-    """Run each gold task's reference actions in a session; count ``state_matches`` passes."""
+def replay_gold(folder: Path | str, split: str | None = "train") -> dict[str, Any]:
+    """Run each gold task's reference actions in a session; count ``state_matches`` passes.
+    ``split``: the tasks of the episodes learned from (``train``, the default: can the pack
+    reproduce what it learned?), the held-out ones (``eval``: does it predict episodes it never
+    saw?), or all (``None``)."""
     from simforge.env.core import SimforgeEnv
     from simforge.scenario.registry import ScenarioRegistry
 
@@ -133,7 +136,7 @@ def replay_gold(folder: Path | str) -> dict[str, Any]:
     env = SimforgeEnv(loaded)
     passed, total, failures = 0, 0, []
     for task in loaded.scenario.tasks:
-        if not task.metadata.get("gold"):
+        if not task.metadata.get("gold") or (split is not None and task.split != split):
             continue
         total += 1
         env.reset(seed=0, options={"task": task.id})

@@ -7,7 +7,9 @@
     tools.json       [{"spec": ToolSpec, "handler": learned handler description}]
     world.json.gz    the seed world: {entity: [rows]}
     replay.json.gz   {tool: [{"args", "response": {"result"} | {"error"}}]}
-    scenario.yaml    a scenario with ``pack: .`` and one task per source episode
+    scenario.yaml    a scenario with ``pack: .`` and one task per source episode (held-out
+                     episodes are the ``eval`` split)
+    policy.md        the agent policy the traces carried, when they carried one (tau2)
 
 Only ``scenario.yaml`` holds ground truth (expected states, reference actions); the pack loader
 never opens it, so nothing the agent side reaches (tool specs, handlers, replay answers) can
@@ -31,6 +33,7 @@ TOOLS = "tools.json"
 WORLD = "world.json.gz"
 REPLAY = "replay.json.gz"
 SCENARIO = "scenario.yaml"
+POLICY = "policy.md"
 
 _Dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -48,6 +51,7 @@ def write_pack(
     world: dict[str, list[dict[str, Any]]],
     replay: dict[str, list[dict[str, Any]]],
     scenario: dict[str, Any],
+    policy: str | None = None,
 ) -> None:
     out.mkdir(parents=True, exist_ok=True)
     manifest = {
@@ -59,6 +63,11 @@ def write_pack(
     (out / TOOLS).write_bytes(dumps(tools, option=orjson.OPT_INDENT_2))
     (out / WORLD).write_bytes(gzip.compress(dumps(world), compresslevel=6, mtime=0))
     (out / REPLAY).write_bytes(gzip.compress(dumps(replay), compresslevel=6, mtime=0))
+    policy_path = out / POLICY
+    if policy:
+        policy_path.write_text(policy if policy.endswith("\n") else policy + "\n")
+    elif policy_path.exists():
+        policy_path.unlink()  # a pack rewritten from traces without one
     (out / SCENARIO).write_text(
         yaml.dump(scenario, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
     )

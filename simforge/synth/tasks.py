@@ -1,17 +1,18 @@
 """One task per source episode: what the user said, where the world started, where the
 episode's writes left it.
 
-The instruction is the user's first message and ``user_turns`` the rest of the user's side of the
-dialogue, so the scripted user replays the conversation and multi-turn tasks run without an LLM
-user. (A benchmark's hidden user brief, such as tau2's ``user_scenario``, is not shown to the
-agent: it often spells out the expected outcome.) The expected state is what the episode's own
-writes produced, as observed in the trace; it is gold only when the episode was labelled
-successful, or when no label exists. A gold task whose episode changed nothing observable
-expects the facts of its final answer that its tool results back instead (:mod:`.facts`), so
-that it is checkable and a no-op scores 0. It lives in the scenario file, which only the scenario
-loader and the scorer read. The reference actions are the episode's own calls, less those that
-failed with an infrastructure error (a timeout, a 5xx: they did nothing, and the agent's retry
-follows them).
+The instruction is the user's first message and ``user_turns`` the rest of the user's side of
+the dialogue, so the scripted user replays the conversation and multi-turn tasks run without an
+LLM user. A benchmark's hidden user brief (tau2's ``user_scenario``: persona, reason for the
+call, what the user knows and does not) becomes the task's ``user``, which an LLM user plays; it
+is never shown to the agent, since it often spells out the expected outcome. The expected state
+is what the episode's own writes produced, as observed in the trace; it is gold only when the
+episode was labelled successful, or when no label exists. A gold task whose episode changed
+nothing observable expects the facts of its final answer that its tool results back instead
+(:mod:`.facts`), so that it is checkable and a no-op scores 0. It lives in the scenario file,
+which only the scenario loader and the scorer read. The reference actions are the episode's own
+calls, less those that failed with an infrastructure error (a timeout, a 5xx: they did nothing,
+and the agent's retry follows them).
 """
 
 from __future__ import annotations
@@ -68,15 +69,46 @@ def build_task(
         }
         for entity, rows in state.initial.items()
     }
-    return {
+    task: dict[str, Any] = {
         "id": task_id(index, episode),
         "instruction": instruction,
         "user_turns": users[1:],
+    }
+    user = user_spec(episode)
+    if user:
+        task["user"] = user
+    return {
+        **task,
         "initial_state": initial,
         "expected": expected,
         "oracle": _oracle(episode),
         "metadata": {"episode_id": episode.id, "gold": gold, "source": episode.source.format},
     }
+
+
+def user_spec(episode: Episode) -> dict[str, Any]:
+    """The task's ``user`` (a :class:`~simforge.scenario.model.UserSpec`) from the source's user
+    brief, when it has one (tau2's ``user_scenario``); empty otherwise."""
+    scenario = episode.task.metadata.get("user_scenario")
+    if not isinstance(scenario, dict):
+        return {}
+    out: dict[str, Any] = {}
+    persona = scenario.get("persona")
+    if isinstance(persona, str) and persona.strip():
+        out["persona"] = persona.strip()
+    brief = scenario.get("instructions")
+    if isinstance(brief, str):
+        if brief.strip():
+            out["instructions"] = brief.strip()
+        return out
+    if not isinstance(brief, dict):
+        return out
+    for source, target in (("reason_for_call", "wants"), ("known_info", "knows"),
+                           ("unknown_info", "unknown"), ("task_instructions", "instructions")):
+        value = brief.get(source)
+        if isinstance(value, str) and value.strip() not in ("", "."):
+            out[target] = value.strip()
+    return out
 
 
 def _expected(

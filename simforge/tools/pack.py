@@ -63,6 +63,11 @@ class Pack:
     tools: list[Tool]
     seed: SeedFunction
     path: Path | None = None
+    policy: dict[str, str] = field(default_factory=dict)
+    """The domain policy an agent follows, in markdown, by system: ``""`` holds what applies to
+    every system, ``"billing"`` what applies to the billing tools, and so on. A pack folder's
+    ``policy.md`` and ``policy/<system>.md`` fill it when ``pack.py`` sets none; a scenario
+    hands its agent the general part and the parts of the systems it offers."""
     _catalog: ToolCatalog | None = field(default=None, repr=False)
     _schemas: dict[str, EntitySchema] | None = field(default=None, repr=False)
     _bases: dict[tuple[int, int], dict[str, dict[str, Row]]] = field(

@@ -114,6 +114,9 @@ class ToolSpec(_Frozen):
     latency: LatencyModel = Field(default_factory=Constant)
     capacity: int | None = Field(None, ge=1)
     errors: ErrorModel = Field(default_factory=ErrorModel)
+    ends_conversation: bool = False
+    """A successful call ends the episode, the agent's last text being its final answer (a
+    transfer to a human agent)."""
 
     def to_openai(self) -> dict[str, Any]:
         """The OpenAI function-calling form (``tools=[...]`` of Chat Completions)."""

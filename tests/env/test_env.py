@@ -138,7 +138,10 @@ def test_openai_assistant_messages_are_actions():
     assert action.tool_calls[0].name == "get_customer"
     assert action.tool_calls[0].arguments == {"customer_id": "C-1"}
     assert action.tool_calls[0].id == "call_9"
-    assert parse_action({"role": "assistant", "content": "all done"}).final_answer == "all done"
+    # a reply without calls is a message to the user (the final answer once the user is done)
+    reply = parse_action({"role": "assistant", "content": "all done", "refusal": None})
+    assert reply.message == "all done" and reply.final_answer is None
+    assert parse_action("all done").message == "all done"
 
 
 def test_invalid_json_arguments_reach_the_tool_as_a_422(mini_env):
@@ -168,13 +171,16 @@ def test_multi_turn_messages_get_the_next_scripted_user_turn(tmp_path):
     )
     path = tmp_path / "multi.yaml"
     path.write_text(text)
-    env = simforge.make(str(path))
+    env = simforge.make(str(path), task="upgrade")
     env.reset(seed=0)
     obs, *_ = env.step({"message": "Shall I upgrade C-0003 to gold?"})
     assert obs["user"] == "Yes, go ahead."
-    obs, *_ = env.step({"message": "Anything else?"})
-    assert obs["user"] is None
-    roles = [m.role for m in env.trajectory().messages]
+    # the scripted user has said everything: the conversation ends, this text is the answer
+    obs, reward, terminated, truncated, info = env.step({"message": "Done: C-0003 is gold."})
+    assert obs["user"] is None and terminated and not truncated
+    trajectory = env.trajectory()
+    assert trajectory.simulation.final_answer == "Done: C-0003 is gold."
+    roles = [m.role for m in trajectory.messages]
     assert roles == ["user", "assistant", "user", "assistant"]
 
 

@@ -119,3 +119,67 @@ def test_a_harness_needs_a_command(monkeypatch):
     monkeypatch.delenv("SIMFORGE_HARNESS_COMMAND", raising=False)
     with pytest.raises(ValueError, match="needs a command"):
         HarnessPolicy()
+
+
+DIALOGUE = str(Path(MINI).with_name("mini_dialogue.yaml"))
+
+TALKER = """\
+import json, os, urllib.request
+
+token = os.environ["SIMFORGE_TOOL_TOKEN"]
+
+
+def post(url, body):
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
+                                 headers={"Authorization": f"Bearer {token}",
+                                          "Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return json.loads(r.read())
+
+
+policy = open(os.environ["SIMFORGE_POLICY_FILE"]).read()
+assert "never guess" in policy, policy
+names = {t["function"]["name"] for t in json.load(open(os.environ["SIMFORGE_TOOLS_FILE"]))}
+assert {"get_customer", "upgrade_customer"} <= names
+said = os.environ["SIMFORGE_MESSAGES_URL"]
+reply = post(said, {"content": "Which customer id is yours?"})
+assert reply["ended"] is False and "C-0003" in reply["user"], reply
+customer = reply["user"].split()[-1].rstrip(".")
+post(os.environ["SIMFORGE_TOOLS_URL"] + "/upgrade_customer", {"customer_id": customer})
+reply = post(said, {"content": f"Done: {customer} is on the gold tier now."})
+assert reply == {"user": None, "ended": True, "time": reply["time"], "step": 3}, reply
+"""
+
+
+def test_a_harness_talks_with_the_user_through_the_messages_url(tmp_path):
+    script = tmp_path / "talker.py"
+    script.write_text(TALKER)
+    policy = HarnessPolicy(f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}")
+    try:
+        outcome = play_episode(simforge.make(DIALOGUE), policy, seed=0, task="ask-id")
+    finally:
+        policy.close()
+    meta = outcome.trajectory.metadata["harness"]
+    assert meta["exit_code"] == 0, meta["stderr_tail"]
+    assert outcome.result.reward == 1.0
+    assert [m.role for m in outcome.trajectory.messages] == [
+        "user", "assistant", "user", "assistant", "tool", "assistant"]
+
+
+def test_run_with_a_harness_injects_the_fault_profile(harness, tmp_path):
+    """`run --policy harness:... --faults P` plays every episode under P (it used to run none)."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from simforge.cli import app
+
+    script = tmp_path / "agent.py"
+    script.write_text(AGENT)
+    command = f"harness:{shlex.quote(sys.executable)} {shlex.quote(str(script))} solve"
+    result = CliRunner().invoke(app, ["run", MINI, "--policy", command, "--task", "upgrade",
+                                      "--faults", "flaky-network", "--seeds", "20", "--json"])
+    assert result.exit_code == 0, result.output
+    episodes = json.loads(result.stdout)["episodes"]
+    assert len(episodes) == 20 and {e["faults"] for e in episodes} == {"flaky-network"}
+    assert sum(len(e["faults_injected"]) for e in episodes) > 0

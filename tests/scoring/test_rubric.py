@@ -89,7 +89,7 @@ def test_an_uninjected_handler_error_makes_the_episode_invalid():
 
 
 def test_the_score_in_info_names_every_verdict():
-    env = simforge.make(str(MINI))
+    env = simforge.make(str(MINI), task="upgrade")
     env.reset(seed=0)
     *_, info = env.step({"final_answer": "I could not do it."})
     names = [v["name"] for v in info["score"]["verdicts"]]

@@ -161,10 +161,16 @@ async def test_bad_actions_and_bad_json_are_422_and_400(client):
 
 
 async def test_another_registered_scenario_can_be_served_in_a_session(client):
-    r = await client.post("/sessions", json={"scenario": ACME, "session_id": "a"}, headers=AUTH)
+    r = await client.post(
+        "/sessions", json={"scenario": ACME, "session_id": "a", "task": "within-window"},
+        headers=AUTH,
+    )
     assert r.status_code == 201, r.text
     r = await client.post("/s/a/tools/get_order", json={"order_id": "O-9001"})
     assert r.status_code == 200
+    # a tool of the pack that the scenario does not offer does not exist for its agent
+    r = await client.post("/s/a/tools/create_leave_request", json={})
+    assert r.status_code == 404 and r.json()["code"] == "unknown_tool"
 
 
 async def test_a_body_not_sent_as_json_is_told_how_to_send_it(client):

@@ -18,7 +18,9 @@ async def test_lists_the_session_tools_with_their_schemas(live_server):
     async with Client(f"{live.url}/mcp") as client:
         listed = await client.list_tools()
     by_name = {t.name: t for t in listed.tools}
-    assert set(by_name) == set(catalog)
+    # the session's tools, and the agent's channel to the user
+    assert set(by_name) == {*catalog, "message_user"}
+    assert by_name["message_user"].input_schema["required"] == ["content"]
     for name, tool in catalog.items():
         assert by_name[name].input_schema == tool.spec.input_schema
         assert by_name[name].description == tool.spec.description

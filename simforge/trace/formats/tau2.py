@@ -5,7 +5,8 @@ episode carries its task's instruction, then streams ``simulations`` one by one.
 records and simforge keeps: wall-clock timestamps of every message (ISO strings, naive, taken as
 UTC), the requestor of every call (the simulated user calls tools in telecom), the ``error``
 flag of tool messages, parallel calls (several calls in one message share ``message_index``),
-``reward_info`` (the outcome) and ``termination_reason`` (metadata and a label). Of ``raw_data``,
+``reward_info`` (the outcome), ``termination_reason`` (metadata and a label) and the agent
+policy of the domain (``info.environment_info.policy``, as ``metadata["policy"]``). Of ``raw_data``,
 the provider's verbatim response, only ``finish_reason`` is kept: the rest repeats the message.
 """
 
@@ -56,6 +57,7 @@ class Tau2Format(FormatAdapter):
     def __init__(self) -> None:
         self.tasks: dict[str, Json] = {}
         self.domain: str | None = None
+        self.policy: str | None = None
 
     def sniff(self, sample: Sample) -> float:
         value = sample.value
@@ -81,6 +83,8 @@ class Tau2Format(FormatAdapter):
         env = info.get("environment_info") if isinstance(info, dict) else None
         if isinstance(env, dict):
             self.domain = env.get("domain_name")
+            policy = env.get("policy")
+            self.policy = policy if isinstance(policy, str) and policy.strip() else None
         return doc.items("simulations.item")
 
     def parse(self, record: Any, location: Location) -> Iterable[Episode]:
@@ -104,6 +108,8 @@ class Tau2Format(FormatAdapter):
                 metadata[f"{key}_epoch"] = to_epoch(metadata[key])
         if self.domain is not None:
             metadata["domain"] = self.domain
+        if self.policy is not None:
+            metadata["policy"] = self.policy  # one string shared by every episode of the file
         labels = dict(reward_info)
         labels.pop("reward", None)
         if termination is not None:
