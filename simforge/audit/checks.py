@@ -196,6 +196,27 @@ def gymnasium_api(ctx: AuditContext) -> list[str]:
     return []
 
 
+@check("agent_ready")
+def agent_ready(ctx: AuditContext) -> list[str]:
+    """What a real agent is handed fits the APIs it runs on: at most 128 tools (what one
+    chat-completions request may carry), and a reference solution that speaks to the user no
+    more often than the scripted user answers (a message past the last scripted turn ends the
+    conversation, so the oracle's later steps would never run)."""
+    from simforge.scenario.offer import MAX_TOOLS
+
+    out = []
+    offered = len(ctx.loaded.tools(ctx.task.id))
+    if offered > MAX_TOOLS:
+        out.append(f"offers {offered} tools; one chat-completions request takes at most "
+                   f"{MAX_TOOLS} (name the task's tools: in the scenario)")
+    messages = sum(1 for step in ctx.task.oracle if step.message is not None)
+    turns = len(ctx.task.user_turns)
+    if messages > turns:
+        out.append(f"the oracle sends {messages} messages to a user with {turns} scripted "
+                   f"turns; the conversation would end at message {turns + 1}")
+    return out
+
+
 _ID = re.compile(r"^[A-Z][A-Z0-9]{0,5}-\d{2,}$")
 _NUMBER = re.compile(r"^-?\d[\d,]*(\.\d+)?$")
 

@@ -45,10 +45,12 @@ FORMATS = {
 
 
 class _Tools:
-    """The catalog of each scenario of a run, loaded once (the export's ``tools`` field)."""
+    """The tools each task of a run offered its agent, built once per task (the export's
+    ``tools`` field: what the agent saw, not the whole pack)."""
 
     def __init__(self) -> None:
-        self._by_id: dict[str, list[dict[str, Any]] | None] = {}
+        self._loaded: dict[str, Any] = {}
+        self._by_task: dict[tuple[str, str], list[dict[str, Any]] | None] = {}
 
     def add_refs(self, refs: list[str]) -> None:
         from simforge.scenario.registry import default_registry
@@ -58,10 +60,17 @@ class _Tools:
                 loaded = default_registry.get(ref)
             except Exception:  # a scenario gone since the run: export without tools
                 continue
-            self._by_id.setdefault(loaded.scenario.id, loaded.pack.catalog.to_openai())
+            self._loaded.setdefault(loaded.scenario.id, loaded)
 
-    def get(self, scenario: str) -> list[dict[str, Any]] | None:
-        return self._by_id.get(scenario)
+    def get(self, scenario: str, task: str) -> list[dict[str, Any]] | None:
+        key = (scenario, task)
+        if key not in self._by_task:
+            loaded = self._loaded.get(scenario)
+            tools = None
+            if loaded is not None and task in loaded.offered:
+                tools = loaded.tools(task).to_openai()
+            self._by_task[key] = tools
+        return self._by_task[key]
 
 
 def episode_id(run_id: str, key: str) -> str:
@@ -105,7 +114,7 @@ def iter_rows(
                 continue
             episode = Episode.model_validate_json(text)
             chat = to_openai(episode)
-            chat["tools"] = tools.get(row["scenario"])
+            chat["tools"] = tools.get(row["scenario"], row["task"])
             yield _metadata(run_id, row), episode, chat
 
 

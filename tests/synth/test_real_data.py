@@ -24,15 +24,59 @@ def _synth(shared: Path, domain: str, out: Path) -> tuple[Path, dict]:
     return traces, fidelity(out, [traces], only=holdout_ids(out))
 
 
+@pytest.fixture(scope="module")
+def retail(tmp_path_factory) -> tuple[Path, dict]:
+    shared = shared_data_dir()
+    if not shared.is_dir():
+        pytest.skip(f"real-world traces not present at {shared}")
+    out = tmp_path_factory.mktemp("synth") / "retail"
+    return out, _synth(shared, "retail", out)[1]
+
+
 @pytest.mark.slow
-def test_retail_holdout_fidelity_and_replay_gold(shared_data, tmp_path):
-    _, result = _synth(shared_data, "retail", tmp_path / "retail")
+def test_retail_holdout_fidelity_and_replay_gold(retail):
+    folder, result = retail
     assert result["episodes"] == 10
     assert result["reads"]["rate"] >= 0.90
     assert result["writes"]["rate"] >= 0.70
     assert result["errors"]["rate"] >= 0.50
-    gold = replay_gold(tmp_path / "retail")
+    gold = replay_gold(folder)
     assert gold["rate"] >= 0.95, gold
+
+
+@pytest.mark.slow
+def test_a_retail_agent_is_given_the_traces_policy_and_user_and_an_eval_split(retail, monkeypatch):
+    """The tau2 traces carry the domain's agent policy and each task's user scenario: the pack
+    keeps the policy (and an LLM agent's system prompt holds it), tasks keep their user, and the
+    held-out episodes are the eval split."""
+    import json
+
+    import simforge
+    from simforge.policies.llm import LLMPolicy
+
+    folder, _ = retail
+    shared = shared_data_dir()
+    source = json.loads((shared / RESULTS["retail"]).read_text())
+    policy = source["info"]["environment_info"]["policy"]
+    assert len(policy) > 6000
+    assert (folder / "policy.md").read_text().strip() == policy.strip()
+    held = set(holdout_ids(folder))
+    evaluation = simforge.make(str(folder / "scenario.yaml"), split="eval")
+    train = simforge.make(str(folder / "scenario.yaml"), split="train")
+    assert len(evaluation.tasks) == len(held) == 10 and len(train.tasks) == 30
+    scenario = evaluation.scenario
+    by_id = {t.id: t for t in scenario.tasks}
+    assert {by_id[t].metadata["episode_id"] for t in evaluation.tasks} == held
+    assert all(t.user is not None and t.user.wants for t in scenario.tasks)
+    obs, _ = evaluation.reset(seed=0)
+    monkeypatch.setenv("SIMFORGE_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+    agent = LLMPolicy("m")
+    agent.reset(obs)
+    assert policy.strip() in agent.messages[0]["content"]
+    assert len(obs["tools"]) <= 128
+    # the user's brief is the user simulator's, never the agent's
+    brief = by_id[obs["task"]["id"]].user
+    assert brief.wants not in json.dumps(obs)
 
 
 @pytest.fixture(scope="module")
