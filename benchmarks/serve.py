@@ -197,22 +197,26 @@ def load_500(port: int) -> dict[str, object]:
         auth = {"Authorization": f"Bearer {TOKEN}"}
         r = await c.post(
             "/sessions",
-            json={"session_id": sid, "max_steps": 1000, "max_sim_seconds": 1e9},
+            json={"session_id": sid, "max_steps": 1000, "max_sim_seconds": 1e9,
+                  "insecure_id": True},
             headers=auth,
         )
         if r.status_code != 201:
             return [f"{sid}: create {r.status_code}"]
+        tools = {"Authorization": f"Bearer {r.json()['tool_token']}"}
         bad = []
         for k in range(19):
             if k < 10:
                 body = {"customer_id": "C-9001", "subject": f"{sid}/{k}", "description": "x"}
-                r = await c.post(f"/s/{sid}/tools/create_ticket", json=body)
+                r = await c.post(f"/s/{sid}/tools/create_ticket", json=body, headers=tools)
             else:
-                r = await c.post(f"/s/{sid}/tools/get_customer", json={"customer_id": "C-9001"})
+                r = await c.post(f"/s/{sid}/tools/get_customer", json={"customer_id": "C-9001"},
+                                 headers=tools)
             if r.status_code != 200:
                 bad.append(f"{sid}: call {k}: {r.status_code}")
         r = await c.post(
-            f"/s/{sid}/tools/list_tickets", json={"customer_id": "C-9001", "limit": 100}
+            f"/s/{sid}/tools/list_tickets", json={"customer_id": "C-9001", "limit": 100},
+            headers=tools,
         )
         mine = {t["subject"] for t in r.json().get("items", []) if t["subject"].startswith("load-")}
         if mine != {f"{sid}/{k}" for k in range(10)}:

@@ -124,14 +124,16 @@ def as_harness() -> None:
 
 def against_serve(url: str, token: str, task: str | None, seed: int) -> None:
     """A session of our own on a running `simforge serve`: created and scored on its control
-    plane (which needs the server's token); the agent itself uses only the open session paths."""
+    plane (which needs the server's token); the agent itself holds only the session's tool
+    token, which opens that session's tools and user and nothing else."""
     control = Session(url, "", token)
     status, created = control.post("/sessions", {"task": task, "seed": seed})
     if status != 201:
         sys.exit(f"creating a session answered {status}: {created}")
-    sid = created["session"]["session_id"]
+    sid, tool_token = created["session"]["session_id"], created["tool_token"]
     obs = created["observation"]
-    run_agent(Session(url, sid, None), obs["task"]["instruction"], obs["tools"], obs["policy"])
+    agent_side = Session(url, sid, tool_token)  # the session's tools and user, nothing else
+    run_agent(agent_side, obs["task"]["instruction"], obs["tools"], obs["policy"])
     req = urllib.request.Request(f"{url.rstrip('/')}/sessions/{sid}/score",
                                  headers={"Authorization": f"Bearer {token}"})
     with urllib.request.urlopen(req, timeout=30) as r:

@@ -52,13 +52,13 @@ Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 
 class HarnessGate:
-    """ASGI in front of the serve app: ``/s/{sid}/...`` (tools, messages, finish) needs that
-    session's tool token; ``/sessions`` (the control plane) is closed to harnesses whatever
-    token they send; discovery (``/openapi.json``) stays open."""
+    """ASGI in front of the serve app: ``/s/{sid}/...`` (tools, messages, finish) is the serve
+    app's, which asks for that session's tool token; ``/sessions`` (the control plane), the
+    default sandbox and OpenEnv are closed to harnesses whatever token they send; discovery
+    (``/openapi.json``) stays open."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
-        self.tokens: dict[str, str] = {}
         self.loop: asyncio.AbstractEventLoop | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -70,14 +70,10 @@ class HarnessGate:
             await _answer(send, 404, {"error": "not served to harnesses"})
             return
         path: str = scope["path"]
-        if path.startswith("/s/"):
-            sid = path[3:].partition("/")[0]
-            expected = self.tokens.get(sid)
-            auth = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
-            if expected is None or not secrets.compare_digest(auth, f"Bearer {expected}"):
-                await _answer(send, 401, {"error": "this session's tool token is required"})
-                return
-        elif path.startswith(("/sessions", "/ws", "/tools/", "/mcp")):
+        if path.startswith("/s/default/"):
+            await _answer(send, 401, {"error": "harnesses reach their own session only"})
+            return
+        if path.startswith(("/sessions", "/ws", "/tools/", "/mcp")):
             await _answer(send, 403, {"error": "harnesses reach their own session only"})
             return
         await self.app(scope, receive, send)
@@ -159,10 +155,9 @@ class HarnessPolicy(PolicyBase):
             server = self._servers[env.scenario.id] = _Server(env, self.time_scale)
         manager = server.gate.app.state.manager
         sid = f"h-{secrets.token_hex(8)}"
-        token = secrets.token_urlsafe(24)
         served = server.run(lambda: manager.create(session_id=sid, task=task, seed=seed,
                                                    faults=faults))
-        server.gate.tokens[sid] = token
+        token = served.tool_token
         try:
             exit_code, timed_out, stderr = self._run_program(server, served, sid, token,
                                                              policy_seed)
@@ -176,7 +171,6 @@ class HarnessPolicy(PolicyBase):
             outcome = finish_outcome(served.env, self.name, seed, session.terminated,
                                      session.truncated)
         finally:
-            server.gate.tokens.pop(sid, None)
             server.run(lambda: manager.sessions.pop(sid, None))
         outcome.trajectory = outcome.trajectory.model_copy(update={"metadata": {
             **outcome.trajectory.metadata,

@@ -154,6 +154,11 @@ class ScenarioFaults(_Strict):
 class Scenario(_Strict):
     id: str = Field(pattern=SCENARIO_ID)
     description: str = ""
+    """The grader's notes: what the tasks test and the behaviour expected (for people reading
+    the scenario list; never served to agents)."""
+    agent_description: str | None = None
+    """What an agent may be told of the scenario (OpenEnv's ``/metadata``); default: nothing
+    but its id."""
     pack: str
     world: WorldConfig = Field(default_factory=WorldConfig)
     tasks: list[Task] = Field(min_length=1)

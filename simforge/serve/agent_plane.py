@@ -5,8 +5,9 @@ Beside its tools (the tool plane), an agent talks to the user and, when it is do
 final answer. These are the same moves as ``{"message": ...}`` and ``{"final_answer": ...}`` of
 ``env.step`` (:mod:`simforge.env.core` states the contract): a message answers the user's
 reply, or ``ended: true`` when the user closed the conversation (the message is then the final
-answer). They are open like the tool plane (an agent under test reaches them) and answer
-nothing of the score: that stays on the control plane.
+answer). Like the tool plane they take the session's tool token (an agent under test reaches
+them with it; a stranger does not), and they answer nothing of the score: that stays on the
+control plane.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from starlette.responses import Response
 
 from .control_plane import _json, env_step
 from .problems import Problem, parse_json
-from .sessions import SessionManager
+from .sessions import SessionManager, authorize
 
 MAX_TEXT = 1_000_000
 
@@ -79,6 +80,7 @@ def agent_router(manager: SessionManager) -> APIRouter:
         "step"}``; once ``ended``, the conversation is over and this message was the final
         answer."""
         served = manager.get(session_id)
+        authorize(served, request.headers.get("authorization"))
         body: PostMessage = await _body(request, PostMessage)
         action: dict[str, Any] = {"message": body.content}
         if body.think is not None:
@@ -89,6 +91,7 @@ def agent_router(manager: SessionManager) -> APIRouter:
     async def finish(session_id: str, request: Request) -> Response:
         """End the episode now with a final answer (``{"answer": "..."}``)."""
         served = manager.get(session_id)
+        authorize(served, request.headers.get("authorization"))
         body: PostFinish = await _body(request, PostFinish)
         return _json(_conversation(await env_step(served, {"final_answer": body.answer})))
 

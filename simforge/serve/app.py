@@ -37,8 +37,8 @@ from .agent_plane import agent_router
 from .control_plane import control_router
 from .mcp_server import SESSION_SCOPE_KEY, build_mcp
 from .openenv import openenv_router
-from .problems import install_handlers
-from .sessions import Limits, SessionManager, sandbox_scenario
+from .problems import PROBLEM_JSON, Problem, install_handlers
+from .sessions import DEFAULT_SESSION, Limits, SessionManager, authorize, sandbox_scenario
 from .tool_plane import Receive, Scope, Send, ToolPlane, route, tool_operations
 
 
@@ -77,11 +77,36 @@ class SimforgeApp(FastAPI):
             if path == "/mcp" or (path.startswith("/s/") and path.endswith("/mcp")):
                 sid = path[3:-4] if path.startswith("/s/") else None
                 if sid is None or (sid and "/" not in sid):
+                    if not await self._mcp_allowed(scope, sid, send):
+                        return
                     scope = dict(scope)
                     scope[SESSION_SCOPE_KEY] = sid
                     await self.mcp.handle_request(scope, receive, send)
                     return
         await super().__call__(scope, receive, send)
+
+    async def _mcp_allowed(self, scope: Scope, sid: str | None, send: Send) -> bool:
+        """MCP speaks for a session (its path, or ``X-Simforge-Session``): that session's tool
+        token is required, as on the tool plane. An unknown session is left to MCP's answer."""
+        headers = dict(scope["headers"])
+        if sid is None:
+            raw = headers.get(b"x-simforge-session")
+            sid = raw.decode("latin-1") if raw else DEFAULT_SESSION
+        served = self.state.manager.sessions.get(sid)
+        if served is None:
+            return True
+        try:
+            authorize(served, headers.get(b"authorization"))
+        except Problem as problem:
+            body = problem.encode()
+            await send({"type": "http.response.start", "status": problem.status, "headers": [
+                (b"content-type", PROBLEM_JSON.encode()),
+                (b"content-length", str(len(body)).encode()),
+                *((k.lower().encode(), v.encode()) for k, v in problem.headers.items()),
+            ]})
+            await send({"type": "http.response.body", "body": body})
+            return False
+        return True
 
 
 def create_app(

@@ -27,10 +27,27 @@ from .sessions import ServedSession, SessionManager, episode_ended
 MAX_SEED = 2**63 - 1
 
 
+MIN_ID_LENGTH = 16
+MIN_ID_DISTINCT = 8
+
+
+def guessable(session_id: str) -> bool:
+    """An id a stranger might guess: under 16 characters, or under 8 distinct ones."""
+    return len(session_id) < MIN_ID_LENGTH or len(set(session_id)) < MIN_ID_DISTINCT
+
+
 class CreateSession(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    session_id: str | None = Field(None, pattern=r"^[A-Za-z0-9_\-.]{1,128}$")
+    session_id: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z0-9_\-]{1,128}$",
+        description="An id of your own: at least 16 random-looking characters, unless "
+        "insecure_id is set (default: a random one).",
+    )
+    insecure_id: bool = Field(
+        False, description="Accept a short or guessable session_id (local use only)."
+    )
     scenario: str | None = Field(None, max_length=256, description="A registered scenario id.")
     task: str | None = Field(None, max_length=256)
     seed: int | None = Field(None, ge=0, le=MAX_SEED)
@@ -96,6 +113,7 @@ def session_info(served: ServedSession) -> dict[str, Any]:
     assert env.task is not None
     return {
         "session_id": served.id,
+        "tool_token": served.tool_token,
         "scenario": env.scenario.id,
         "task": env.task.id,
         "seed": session.seed,
@@ -172,10 +190,26 @@ def control_router(manager: SessionManager, token: str) -> APIRouter:
 
     @router.post("", status_code=201, responses=errors)
     async def create(body: CreateSession) -> Response:
-        """Create a session: a scenario (the served one by default), task, seed, fault profile."""
-        served = manager.create(**body.model_dump())
+        """Create a session: a scenario (the served one by default), task, seed, fault profile.
+        The answer holds the session's ``tool_token``, which its agent sends as ``Authorization:
+        Bearer`` to the tool plane, MCP and the conversation paths."""
+        values = body.model_dump()
+        if values.pop("insecure_id") is False and body.session_id is not None and guessable(
+            body.session_id
+        ):
+            raise Problem(
+                422,
+                "guessable_session_id",
+                f"session_id {body.session_id!r} is short or guessable: give at least "
+                f"{MIN_ID_LENGTH} random-looking characters, leave it out for a random one, or "
+                "set insecure_id: true for local use",
+                errors=[{"field": "body.session_id",
+                         "expected": f"at least {MIN_ID_LENGTH} random-looking characters"}],
+            )
+        served = manager.create(**values)
         return _json(
-            {"session": session_info(served), "observation": served.initial_observation()}, 201
+            {"session": session_info(served), "tool_token": served.tool_token,
+             "observation": served.initial_observation()}, 201
         )
 
     @router.get("", responses=errors)

@@ -25,7 +25,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from .control_plane import env_step
 from .problems import Problem, tool_problem
-from .sessions import DEFAULT_SESSION, SessionManager
+from .sessions import DEFAULT_SESSION, SessionManager, authorize
 from .tool_plane import invoke
 
 SESSION_SCOPE_KEY = "simforge.session"
@@ -56,12 +56,20 @@ def _session_of(ctx: Any) -> str | None:
     return str(header) if header else None
 
 
+def _authorization(ctx: Any) -> str | None:
+    request = getattr(ctx, "request", None)
+    return None if request is None else request.headers.get("authorization")
+
+
 def _text(data: Any) -> types.TextContent:
     return types.TextContent(type="text", text=orjson.dumps(data, default=repr).decode())
 
 
-def mcp_tools(manager: SessionManager, session_id: str | None) -> list[types.Tool]:
-    served = manager.get(session_id or "default")
+def mcp_tools(
+    manager: SessionManager, session_id: str | None, authorization: str | None = None
+) -> list[types.Tool]:
+    served = manager.get(session_id or DEFAULT_SESSION)
+    authorize(served, authorization)
     tools = []
     for tool in served.session.tools.values():
         spec = tool.spec
@@ -92,7 +100,8 @@ def mcp_tools(manager: SessionManager, session_id: str | None) -> list[types.Too
 def build_mcp(manager: SessionManager) -> StreamableHTTPSessionManager:
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         try:
-            return types.ListToolsResult(tools=mcp_tools(manager, _session_of(ctx)))
+            tools = mcp_tools(manager, _session_of(ctx), _authorization(ctx))
+            return types.ListToolsResult(tools=tools)
         except Problem as problem:
             raise ValueError(problem.detail) from None
 
@@ -100,9 +109,12 @@ def build_mcp(manager: SessionManager) -> StreamableHTTPSessionManager:
         sid = _session_of(ctx)
         try:
             served = manager.get(sid or DEFAULT_SESSION)
+            authorize(served, _authorization(ctx))
             if params.name == message_tool_name(served.session.tools):
                 return await _message(served, params.arguments or {})
-            outcome = await invoke(manager, sid, params.name, params.arguments or {})
+            outcome = await invoke(
+                manager, sid, params.name, params.arguments or {}, _authorization(ctx)
+            )
         except Problem as problem:
             return types.CallToolResult(content=[_text(problem.body())], is_error=True)
         if outcome.error is not None:

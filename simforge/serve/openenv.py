@@ -102,7 +102,8 @@ def openenv_router(manager: SessionManager, token: str) -> APIRouter:
         """OpenEnv environment metadata."""
         return {
             "name": scenario.id,
-            "description": scenario.description or f"simforge scenario {scenario.id}",
+            # the agent-facing text only: the scenario's description is the grader's notes
+            "description": scenario.agent_description or f"simforge scenario {scenario.id}",
             "version": scenario.id.rsplit("-v", 1)[-1],
             "author": "simforge",
             "documentation_url": None,

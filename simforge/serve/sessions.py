@@ -80,6 +80,10 @@ class ServedSession:
     env: SimforgeEnv
     time_scale: float
     sandbox: bool = False
+    tool_token: str | None = None
+    """What the agent's side of this session (tools, MCP, messages) needs as ``Authorization:
+    Bearer <tool_token>``; ``None`` only for the server's default sandbox, which is never
+    scored."""
     max_pending: int = Limits.max_pending_per_session
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     pending: int = 0
@@ -170,6 +174,28 @@ class ServedSession:
         self.answers[request_id] = answer
         while len(self.answers) > window:
             self.answers.popitem(last=False)
+
+
+def authorize(served: ServedSession, authorization: str | bytes | None) -> None:
+    """A request on the agent's side of ``served`` must carry its tool token: a stranger's
+    call would otherwise land in somebody's scored trajectory."""
+    token = served.tool_token
+    if token is None:
+        return
+    if isinstance(authorization, bytes):
+        authorization = authorization.decode("latin-1")
+    scheme, _, value = (authorization or "").partition(" ")
+    if scheme.lower() != "bearer" or not secrets.compare_digest(
+        value.strip().encode(), token.encode()
+    ):
+        raise Problem(
+            401,
+            "unauthorized",
+            f"session {served.id!r} needs its tool token: Authorization: Bearer <tool_token> "
+            "(given when the session was created)",
+            errors=[{"field": "header.authorization", "expected": "Bearer <tool_token>"}],
+            headers={"WWW-Authenticate": 'Bearer realm="simforge-session"'},
+        )
 
 
 def episode_ended(served: ServedSession) -> Problem:
@@ -264,6 +290,7 @@ class SessionManager:
                 self.time_scale,
                 sandbox=sandbox,
                 max_pending=self.limits.max_pending_per_session,
+                tool_token=None if sid == DEFAULT_SESSION else secrets.token_urlsafe(24),
             )
             served.reset(seed, {})
         except NotFound as exc:

@@ -26,7 +26,7 @@ from simforge.sim.calls import CallOutcome
 from simforge.tools.pack import ToolCatalog
 
 from .problems import PROBLEM_JSON, PROBLEM_SCHEMA, Problem, parse_json, tool_problem
-from .sessions import DEFAULT_SESSION, ServedSession, SessionManager, episode_ended
+from .sessions import DEFAULT_SESSION, ServedSession, SessionManager, authorize, episode_ended
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -59,8 +59,14 @@ def route(path: str) -> tuple[str | None, str] | None:
     return sid, name
 
 
-def resolve(manager: SessionManager, session_id: str | None, tool: str) -> ServedSession:
+def resolve(
+    manager: SessionManager,
+    session_id: str | None,
+    tool: str,
+    authorization: str | bytes | None = None,
+) -> ServedSession:
     served = manager.get(session_id or DEFAULT_SESSION)
+    authorize(served, authorization)
     tools = served.session.tools
     if tool not in tools:
         raise Problem(
@@ -73,11 +79,15 @@ def resolve(manager: SessionManager, session_id: str | None, tool: str) -> Serve
 
 
 async def invoke(
-    manager: SessionManager, session_id: str | None, tool: str, args: Any
+    manager: SessionManager,
+    session_id: str | None,
+    tool: str,
+    args: Any,
+    authorization: str | bytes | None = None,
 ) -> CallOutcome:
     """Run one call on a session (shared by REST and MCP). Raises :class:`Problem` for what is
-    not a call: unknown session or tool, episode over."""
-    served = resolve(manager, session_id, tool)
+    not a call: unknown session or tool, a missing tool token, episode over."""
+    served = resolve(manager, session_id, tool, authorization)
     outcome = await served.call(tool, args)
     if outcome is None:
         raise episode_ended(served)
@@ -107,14 +117,17 @@ class ToolPlane:
                     errors=[{"field": "method", "expected": "POST"}],
                     headers={"Allow": "POST"},
                 )
+            authorization = None
             for key, value in scope["headers"]:
                 if key == SESSION_HEADER and sid is None:
                     sid = value.decode("latin-1")
+                elif key == b"authorization":
+                    authorization = value
                 elif key == b"content-length" and int(value or b"0") > self.max_body:
                     raise self._too_large()
             body = await self._body(receive)
             args = parse_json(body) if body.strip() else {}
-            outcome = await invoke(self.manager, sid, name, args)
+            outcome = await invoke(self.manager, sid, name, args, authorization)
         except Problem as exc:
             await self._send(send, exc.status, exc.encode(), _PROBLEM, exc.headers)
             return

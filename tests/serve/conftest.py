@@ -98,3 +98,23 @@ def live_server() -> Iterator[Callable[..., Live]]:
     for server, thread in started:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+async def create_session(c: httpx.AsyncClient, **body: Any) -> tuple[str, dict[str, str]]:
+    """A session on the control plane: ``(its id, the headers its agent calls with)``. A short
+    id of the test's own is marked ``insecure_id``."""
+    if "session_id" in body:
+        body.setdefault("insecure_id", True)
+    r = await c.post("/sessions", json=body, headers=AUTH)
+    assert r.status_code == 201, r.text
+    data = r.json()
+    return data["session"]["session_id"], {"Authorization": f"Bearer {data['tool_token']}"}
+
+
+def mcp_client(url: str, headers: dict[str, str]) -> Any:
+    """The official MCP client over streamable HTTP, sending ``headers`` (a tool token)."""
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    return Client(streamable_http_client(url, http_client=create_mcp_http_client(headers)))

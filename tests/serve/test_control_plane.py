@@ -6,7 +6,7 @@ import base64
 
 import pytest
 
-from .conftest import ACME, AUTH, TOKEN, asgi_client
+from .conftest import ACME, AUTH, TOKEN, asgi_client, create_session
 
 pytestmark = pytest.mark.anyio
 
@@ -103,7 +103,7 @@ async def test_create_inspect_step_finish_score_trajectory_delete(make_app):
 
 
 async def test_a_step_is_idempotent_by_request_id(client):
-    sid = (await client.post("/sessions", json={}, headers=AUTH)).json()["session"]["session_id"]
+    sid, tools = await create_session(client)
     body = {
         "action": {
             "tool_calls": [
@@ -115,17 +115,18 @@ async def test_a_step_is_idempotent_by_request_id(client):
     first = await client.post(f"/sessions/{sid}/step", json=body, headers=AUTH)
     again = await client.post(f"/sessions/{sid}/step", json=body, headers=AUTH)
     assert first.json() == again.json()
-    notes = await client.post(f"/s/{sid}/tools/list_notes", json={})
+    notes = await client.post(f"/s/{sid}/tools/list_notes", json={}, headers=tools)
     assert [n["text"] for n in notes.json()["items"]] == ["once"]
 
 
 async def test_reset_starts_a_new_episode_with_another_task_and_seed(client):
-    await client.post("/sessions", json={"session_id": "r"}, headers=AUTH)
-    await client.post("/s/r/tools/create_note", json={"customer_id": "C-0001", "text": "x"})
+    _, tools = await create_session(client, session_id="r")
+    await client.post("/s/r/tools/create_note", json={"customer_id": "C-0001", "text": "x"},
+                      headers=tools)
     r = await client.post("/sessions/r/reset", json={"seed": 7, "task": "note"}, headers=AUTH)
     assert r.status_code == 200
     assert r.json()["session"]["seed"] == 7 and r.json()["session"]["task"] == "note"
-    notes = await client.post("/s/r/tools/list_notes", json={})
+    notes = await client.post("/s/r/tools/list_notes", json={}, headers=tools)
     assert notes.json()["items"] == []
 
 
@@ -161,15 +162,11 @@ async def test_bad_actions_and_bad_json_are_422_and_400(client):
 
 
 async def test_another_registered_scenario_can_be_served_in_a_session(client):
-    r = await client.post(
-        "/sessions", json={"scenario": ACME, "session_id": "a", "task": "within-window"},
-        headers=AUTH,
-    )
-    assert r.status_code == 201, r.text
-    r = await client.post("/s/a/tools/get_order", json={"order_id": "O-9001"})
+    _, tools = await create_session(client, scenario=ACME, session_id="a", task="within-window")
+    r = await client.post("/s/a/tools/get_order", json={"order_id": "O-9001"}, headers=tools)
     assert r.status_code == 200
     # a tool of the pack that the scenario does not offer does not exist for its agent
-    r = await client.post("/s/a/tools/create_leave_request", json={})
+    r = await client.post("/s/a/tools/create_leave_request", json={}, headers=tools)
     assert r.status_code == 404 and r.json()["code"] == "unknown_tool"
 
 

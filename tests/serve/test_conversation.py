@@ -20,36 +20,40 @@ DIALOGUE = str(Path(__file__).resolve().parents[1] / "fixtures" / "scenarios"
 UPGRADE = {"customer_id": "C-0003"}
 
 
-async def _session(client: Any, sid: str) -> None:
-    r = await client.post("/sessions", json={"session_id": sid, "task": "ask-id", "seed": 0},
-                          headers=AUTH)
+async def _session(client: Any, sid: str) -> dict[str, str]:
+    r = await client.post("/sessions", json={"session_id": sid, "task": "ask-id", "seed": 0,
+                                             "insecure_id": True}, headers=AUTH)
     assert r.status_code == 201, r.text
     obs = r.json()["observation"]
     assert obs["policy"].startswith("# Tiers") and obs["task"]["id"] == "ask-id"
+    return {"Authorization": f"Bearer {r.json()['tool_token']}"}
 
 
 async def test_rest_messages_answer_the_users_reply_then_end(make_app):
     app = make_app(DIALOGUE)
     async with asgi_client(app) as c:
-        await _session(c, "a")
-        r = await c.post("/s/a/messages", json={"content": "Which customer id is yours?"})
+        tools = await _session(c, "a")
+        stranger = await c.post("/s/a/messages", json={"content": "Hello?"})
+        assert stranger.status_code == 401  # the session's tool token, or nothing
+        r = await c.post("/s/a/messages", json={"content": "Which customer id is yours?"},
+                         headers=tools)
         assert r.status_code == 200, r.text
         assert r.json()["user"] == "My customer id is C-0003." and r.json()["ended"] is False
-        assert (await c.post("/s/a/tools/upgrade_customer", json=UPGRADE)).status_code == 200
+        r = await c.post("/s/a/tools/upgrade_customer", json=UPGRADE, headers=tools)
+        assert r.status_code == 200
         # any content type: agents written with urllib send JSON labelled as a form
         r = await c.post("/s/a/messages", content=b'{"content": "Done: C-0003 is gold."}',
-                         headers={"Content-Type": "application/x-www-form-urlencoded"})
+                         headers={"Content-Type": "application/x-www-form-urlencoded", **tools})
         assert r.json()["ended"] is True and r.json()["user"] is None
         score = (await c.get("/sessions/a/score", headers=AUTH)).json()
         assert score["reward"] == 1.0, score
-        r = await c.post("/s/a/messages", json={"content": "Anything else?"})
+        r = await c.post("/s/a/messages", json={"content": "Anything else?"}, headers=tools)
         assert r.status_code == 409 and r.json()["code"] == "episode_ended"
-        bad = await c.post("/s/a/messages", json={"text": "hi"})
-        assert bad.status_code in (409, 422)
-        await _session(c, "b")
-        bad = await c.post("/s/b/messages", json={"text": "hi"})
+        tools = await _session(c, "b")
+        bad = await c.post("/s/b/messages", json={"text": "hi"}, headers=tools)
         assert bad.status_code == 422 and bad.json()["errors"][0]["field"] == "body.content"
-        r = await c.post("/s/b/finish", json={"answer": "I cannot."})
+        assert (await c.post("/s/b/finish", json={"answer": "x"})).status_code == 401
+        r = await c.post("/s/b/finish", json={"answer": "I cannot."}, headers=tools)
         assert r.json()["ended"] is True
         assert (await c.get("/sessions/b/score", headers=AUTH)).json()["reward"] == 0.0
 

@@ -16,7 +16,7 @@ import pytest
 
 from simforge.serve.sessions import Limits
 
-from .conftest import AUTH, MINI, asgi_client, free_port
+from .conftest import AUTH, MINI, asgi_client, create_session, free_port
 
 pytestmark = pytest.mark.anyio
 
@@ -35,7 +35,7 @@ async def test_idle_sessions_expire_but_the_default_one_stays(make_app):
     app = make_app(limits=Limits(idle_ttl=0.05))
     manager = app.state.manager
     async with asgi_client(app) as c:
-        await c.post("/sessions", json={"session_id": "idle"}, headers=AUTH)
+        await create_session(c, session_id="idle")
         await asyncio.sleep(0.1)
         assert manager.evict_idle() == 1
         assert (await c.get("/sessions/idle", headers=AUTH)).status_code == 404
@@ -73,12 +73,12 @@ async def test_concurrent_calls_to_one_session_are_serialized_in_simulated_time(
 async def test_sessions_run_concurrently_in_real_time(make_app):
     app = make_app(time_scale=0.2)  # upgrade takes 0.5 simulated s = 0.1 wall s
     async with asgi_client(app) as c:
-        for i in range(5):
-            await c.post("/sessions", json={"session_id": f"p{i}"}, headers=AUTH)
+        tokens = [(await create_session(c, session_id=f"p{i}"))[1] for i in range(5)]
         t0 = time.monotonic()
         answers = await asyncio.gather(
             *[
-                c.post(f"/s/p{i}/tools/upgrade_customer", json={"customer_id": "C-0001"})
+                c.post(f"/s/p{i}/tools/upgrade_customer", json={"customer_id": "C-0001"},
+                       headers=tokens[i])
                 for i in range(5)
             ]
         )

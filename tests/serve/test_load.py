@@ -18,23 +18,26 @@ NOTES = 10
 async def _one_session(c: httpx.AsyncClient, i: int) -> list[str]:
     sid = f"load-{i}"
     problems = []
-    r = await c.post("/sessions", json={"session_id": sid, "max_steps": 1000}, headers=AUTH)
+    r = await c.post("/sessions", json={"session_id": sid, "max_steps": 1000,
+                                        "insecure_id": True}, headers=AUTH)
     if r.status_code != 201:
         return [f"{sid}: create {r.status_code}"]
+    tools = {"Authorization": f"Bearer {r.json()['tool_token']}"}
     for k in range(CALLS - 1):
         if k < NOTES:
             r = await c.post(
-                f"/s/{sid}/tools/create_note", json={"customer_id": "C-0001", "text": f"{sid}/{k}"}
+                f"/s/{sid}/tools/create_note", json={"customer_id": "C-0001", "text": f"{sid}/{k}"},
+                headers=tools,
             )
         else:
             r = await c.post(
                 "/tools/get_customer",
                 json={"customer_id": "C-0002"},
-                headers={"X-Simforge-Session": sid},
+                headers={"X-Simforge-Session": sid, **tools},
             )
         if r.status_code != 200:
             problems.append(f"{sid}: call {k} answered {r.status_code}")
-    r = await c.post(f"/s/{sid}/tools/list_notes", json={})
+    r = await c.post(f"/s/{sid}/tools/list_notes", json={}, headers=tools)
     if r.status_code != 200:
         return [*problems, f"{sid}: list {r.status_code}"]
     texts = sorted(n["text"] for n in r.json()["items"])

@@ -7,7 +7,7 @@ import json
 import pytest
 from mcp import Client
 
-from .conftest import AUTH, MINI
+from .conftest import AUTH, MINI, mcp_client
 
 pytestmark = pytest.mark.anyio
 
@@ -53,11 +53,17 @@ async def test_a_session_is_chosen_by_path_prefix(live_server):
 
     live = live_server(MINI)
     with httpx.Client(base_url=live.url) as c:
-        assert c.post("/sessions", json={"session_id": "m"}, headers=AUTH).status_code == 201
-    async with Client(f"{live.url}/s/m/mcp") as client:
+        created = c.post("/sessions", json={"session_id": "m", "insecure_id": True}, headers=AUTH)
+        assert created.status_code == 201
+    tools = {"Authorization": f"Bearer {created.json()['tool_token']}"}
+    # without the session's tool token, MCP is closed to the session: HTTP 401
+    stranger = httpx.post(f"{live.url}/s/m/mcp", json={"jsonrpc": "2.0", "id": 1,
+                                                        "method": "tools/list"})
+    assert stranger.status_code == 401
+    async with mcp_client(f"{live.url}/s/m/mcp", tools) as client:
         await client.call_tool("create_note", {"customer_id": "C-0001", "text": "via mcp"})
     with httpx.Client(base_url=live.url) as c:
-        mine = c.post("/s/m/tools/list_notes", json={}).json()["items"]
+        mine = c.post("/s/m/tools/list_notes", json={}, headers=tools).json()["items"]
         default = c.post("/tools/list_notes", json={}).json()["items"]
     assert [n["text"] for n in mine] == ["via mcp"]
     assert default == []

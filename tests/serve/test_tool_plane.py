@@ -9,7 +9,7 @@ import pytest
 
 from simforge.serve.sessions import Limits
 
-from .conftest import ACME, AUTH, asgi_client
+from .conftest import ACME, AUTH, asgi_client, create_session
 
 pytestmark = pytest.mark.anyio
 
@@ -30,11 +30,11 @@ async def test_a_write_lands_in_the_default_session_and_is_read_back(client):
 
 
 async def test_a_session_is_chosen_by_header_or_by_path_prefix(client):
-    created = await client.post("/sessions", json={"session_id": "s1"}, headers=AUTH)
-    assert created.status_code == 201, created.text
-    await client.post("/s/s1/tools/create_note", json={"customer_id": "C-0001", "text": "one"})
+    _, tools = await create_session(client, session_id="s1")
+    await client.post("/s/s1/tools/create_note", json={"customer_id": "C-0001", "text": "one"},
+                      headers=tools)
     by_header = await client.post(
-        "/tools/list_notes", json={}, headers={"X-Simforge-Session": "s1"}
+        "/tools/list_notes", json={}, headers={"X-Simforge-Session": "s1", **tools}
     )
     assert [n["text"] for n in by_header.json()["items"]] == ["one"]
     default = await client.post("/tools/list_notes", json={})
@@ -96,15 +96,18 @@ async def test_an_unknown_path_is_a_problem_too(client):
 
 
 async def test_a_finished_episode_answers_409_until_reset(client):
-    await client.post("/sessions", json={"session_id": "s", "max_steps": 2}, headers=AUTH)
+    _, tools = await create_session(client, session_id="s", max_steps=2)
     for _ in range(2):
-        r = await client.post("/s/s/tools/get_customer", json={"customer_id": "C-0001"})
+        r = await client.post("/s/s/tools/get_customer", json={"customer_id": "C-0001"},
+                              headers=tools)
         assert r.status_code == 200
-    r = await client.post("/s/s/tools/get_customer", json={"customer_id": "C-0001"})
+    r = await client.post("/s/s/tools/get_customer", json={"customer_id": "C-0001"},
+                          headers=tools)
     assert r.status_code == 409
     assert r.json()["code"] == "episode_ended"
     await client.post("/sessions/s/reset", json={}, headers=AUTH)
-    r = await client.post("/s/s/tools/get_customer", json={"customer_id": "C-0001"})
+    r = await client.post("/s/s/tools/get_customer", json={"customer_id": "C-0001"},
+                          headers=tools)
     assert r.status_code == 200
 
 
