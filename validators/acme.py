@@ -201,12 +201,11 @@ def asked_first(ctx: ScoringContext, facts: list[str]) -> Verdict:
     number: equal to a numeric argument) starts after a user reply that states it (the first
     message, the instruction, does not count). An agent that guesses which order is meant, or
     fills in an address nobody gave it, fails even when the guess is right. Evidence: ``told``
-    (the message at which each fact was given, by index into ``facts``) and the ``unasked``
-    calls."""
+    (for each fact, in order, the index of the message that gave it, or null) and the
+    ``unasked`` calls (with the fact's position in ``facts``)."""
     messages = ctx.trajectory.messages
-    told: dict[int, int | None] = {}
-    for n, fact in enumerate(facts):
-        told[n] = next(
+    told: list[int | None] = [
+        next(
             (
                 i
                 for i, m in enumerate(messages)
@@ -214,6 +213,8 @@ def asked_first(ctx: ScoringContext, facts: list[str]) -> Verdict:
             ),
             None,
         )
+        for fact in facts
+    ]
     unasked = []
     for call in ctx.trajectory.tool_calls:
         if not ctx.is_write(call.tool):
