@@ -33,7 +33,11 @@ REFUND_WINDOW_DAYS = 30
 _CENT = 0.005
 _CUSTOMER = re.compile(r"\bC-\d+\b")
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]+")
-_NUMBER = re.compile(r"(?<![\w.+-])-?\d+(?:\.\d+)?(?![\w.]*\d)")
+_NUMBER = re.compile(
+    r"(?<![\w.+-])-?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\w)(?!\.\d)"
+    r"|(?<![\w.+,-])-?\d+(?:\.\d+)?(?!\w)(?!\.\d)"
+)
+"""A number in a message (12, 10.5, 1,249.00), not the digits of an id, a date or a phone."""
 _KIND_OF = {"Refund": "refund", "CreditNote": "credit_note"}
 
 
@@ -230,7 +234,7 @@ def asked_first(ctx: ScoringContext, facts: list[str]) -> Verdict:
 
 def _number(text: str) -> float | None:
     try:
-        return float(text)
+        return float(text.replace(",", ""))
     except ValueError:
         return None
 
