@@ -7,6 +7,7 @@ passes here holds for every way simforge serves the task.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Callable
@@ -34,6 +35,8 @@ class CheckResult:
     check: str
     passed: bool
     reasons: list[str] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+    """What a check measured beyond keep or reject (``adversaries``: each one's best reward)."""
 
 
 @check("solvable")
@@ -214,6 +217,41 @@ def agent_ready(ctx: AuditContext) -> list[str]:
     if messages > turns:
         out.append(f"the oracle sends {messages} messages to a user with {turns} scripted "
                    f"turns; the conversation would end at message {turns + 1}")
+    return out
+
+
+@check("adversaries")
+def adversaries(ctx: AuditContext) -> list[str]:
+    """No adversary (``simforge/policies/adversaries``: canned refusals and claims, parroting,
+    refusing after reads, stuffed answers, writing everything, probing tool names and the
+    agent-facing text, flooding the user) scores above the floor, the no-op's best reward, on
+    any audit seed; on a task whose correct outcome changes nothing (the oracle's episodes leave
+    the world as it was), none scores above zero."""
+    from simforge.policies.adversaries import ADVERSARIES
+
+    floor = max((ep.reward or 0.0 for ep in ctx.episodes("noop")), default=0.0)
+    changes_nothing = all(
+        not json.loads(ep.trajectory)["simulation"]["world_diff"]
+        for ep in ctx.episodes("oracle")
+    )
+    bar = 0.0 if changes_nothing else floor
+    out = []
+    rewards: dict[str, float] = {}
+    for name in ADVERSARIES:
+        episodes = ctx.episodes(f"adversary:{name}")
+        best = max(episodes, key=lambda ep: ep.reward or 0.0)
+        rewards[name] = best.reward or 0.0
+        if (best.reward or 0.0) > bar + 1e-9:
+            through = [
+                v["name"] for v in best.verdicts if v["passed"] and v["category"] == "correctness"
+            ]
+            what = "changes nothing, so the bar is 0" if changes_nothing else f"floor {floor:g}"
+            out.append(
+                f"adversary {name!r} scored {best.reward:g} on seed {best.seed} ({what}); "
+                f"passed: {', '.join(through) or 'no correctness check'}; "
+                f"failed: {', '.join(best.failed) or 'nothing'}"
+            )
+    ctx.details["adversaries"] = {"floor": bar, "rewards": rewards}
     return out
 
 

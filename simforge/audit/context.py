@@ -11,7 +11,8 @@ from typing import Any
 from simforge.env.action import parse_action
 from simforge.env.core import SimforgeEnv
 from simforge.faults.rules import FaultRule
-from simforge.policies import POLICIES, get_policy
+from simforge.policies import POLICIES
+from simforge.policies.specs import build_policy
 from simforge.scenario.model import Task
 from simforge.scenario.registry import LoadedScenario
 from simforge.scoring import Verdict
@@ -56,6 +57,8 @@ class AuditContext:
             self.seeds.append(max(self.seeds, default=-1) + 1)
         self._cache: dict[tuple[str, str], list[Episode]] = {}
         self._env: SimforgeEnv | None = None
+        self.details: dict[str, dict[str, Any]] = {}
+        """What checks measured beyond keep or reject, by check name."""
 
     # -- environments and episodes ---------------------------------------------------------------
 
@@ -102,7 +105,7 @@ class AuditContext:
             env = self.fresh_env(loaded)
         else:
             env = self._env = self._env or self.fresh_env()
-        policy = get_policy(policy_name)
+        policy = build_policy(policy_name)
         obs, info = env.reset(seed=seed, options=self.options(faults, policy_name))
         policy.reset(obs, task=env.task if policy.privileged else None, seed=seed)
         seen = [json.dumps(obs, sort_keys=True), json.dumps(info, sort_keys=True)]

@@ -31,15 +31,23 @@ class AuditReport:
     tasks: list[TaskAudit] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        by_check: dict[str, dict[str, int]] = {}
+        by_check: dict[str, dict[str, Any]] = {}
         rejections = []
+        best: dict[str, dict[str, Any]] = {}
         for audit in self.tasks:
             for result in audit.results:
                 counts = by_check.setdefault(result.check, {"passed": 0, "failed": 0})
                 counts["passed" if result.passed else "failed"] += 1
+                for name, reward in result.details.get("rewards", {}).items():
+                    entry = best.setdefault(name, {"max": 0.0, "above_floor": 0, "tasks": 0})
+                    entry["tasks"] += 1
+                    entry["max"] = max(entry["max"], reward)
+                    entry["above_floor"] += reward > result.details.get("floor", 0.0) + 1e-9
                 rejections += [
                     {"task": audit.key, "check": result.check, "reason": r} for r in result.reasons
                 ]
+        if best and "adversaries" in by_check:
+            by_check["adversaries"]["rewards"] = best
         kept = sum(1 for a in self.tasks if a.kept)
         return {
             "tasks": len(self.tasks),
@@ -61,7 +69,7 @@ def audit_task(
             reasons = fn(ctx)
         except Exception as exc:  # a check that crashes rejects the task, naming why
             reasons = [f"the check crashed: {type(exc).__name__}: {exc}"]
-        audit.results.append(CheckResult(name, not reasons, reasons))
+        audit.results.append(CheckResult(name, not reasons, reasons, ctx.details.get(name, {})))
     return audit
 
 

@@ -24,6 +24,12 @@ import re
 import zlib
 from typing import Any, ClassVar
 
+from simforge.policies.adversaries._kit import EMAIL as _EMAIL
+from simforge.policies.adversaries._kit import ID as _ID
+from simforge.policies.adversaries._kit import calls as _calls
+from simforge.policies.adversaries._kit import fill as _fill
+from simforge.policies.adversaries._kit import sweep as _sweep
+from simforge.policies.adversaries._kit import values as _values
 from simforge.scenario.model import Task
 
 STRATEGIES = ("probe", "honeypot", "shotgun", "empty", "claim")
@@ -40,9 +46,6 @@ _PRIVILEGED = re.compile(
     r"admin|debug|internal|export|dump|secret|hidden|expected|answer|oracle|grader|backdoor",
     re.IGNORECASE,
 )
-_ID = re.compile(r"\b([A-Z]{1,5})-\d+\b")
-_EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]+")
-_MAX_VALUES = 400
 
 
 class CheaterPolicy:
@@ -98,58 +101,3 @@ class CheaterPolicy:
             return {"final_answer": CLAIM}
         values = _values(self._seen)
         return {"final_answer": f"{CLAIM} The answer is one of: {', '.join(values)}."}
-
-
-def _calls(calls: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
-    return {"tool_calls": [{"name": n, "arguments": a} for n, a in calls]}
-
-
-def _sweep(tools: list[dict[str, Any]], ids: list[str], emails: list[str]) -> list[dict[str, Any]]:
-    """Every read it can fill from the instruction, and every list tool without filters."""
-    reads = [t for t in tools if t["name"].startswith(("get_", "list_", "search_", "find_"))]
-    calls = [(t["name"], args) for t in reads if (args := _fill(t, ids, emails)) is not None]
-    return [_calls(calls[i : i + 8]) for i in range(0, len(calls), 8)]
-
-
-def _fill(tool: dict[str, Any], ids: list[str], emails: list[str]) -> dict[str, Any] | None:
-    """Arguments for ``tool`` guessed from the instruction, or ``None`` when it cannot."""
-    schema = tool.get("parameters") or {}
-    args: dict[str, Any] = {}
-    for prop in schema.get("required", []):
-        lowered = prop.lower()
-        if lowered.endswith("_id"):
-            match = next((i for i in ids if lowered.startswith(i.split("-")[0].lower())), None)
-            if match is None:
-                return None
-            args[prop] = match
-        elif lowered in ("query", "q", "email", "text", "search"):
-            if not (emails or ids):
-                return None
-            args[prop] = (emails or ids)[0]
-        else:
-            return None
-    return args
-
-
-def _values(seen: list[Any]) -> list[str]:
-    out: dict[str, None] = {}
-
-    def walk(value: Any) -> None:
-        if len(out) >= _MAX_VALUES:
-            return
-        if isinstance(value, dict):
-            for item in value.values():
-                walk(item)
-        elif isinstance(value, list):
-            for item in value:
-                walk(item)
-        elif isinstance(value, bool) or value is None:
-            return
-        elif isinstance(value, int | float):
-            out[f"{value:.2f}" if isinstance(value, float) else str(value)] = None
-        elif isinstance(value, str) and 0 < len(value) <= 60:
-            out[value] = None
-
-    for value in seen:
-        walk(value)
-    return list(out)

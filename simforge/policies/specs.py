@@ -3,7 +3,9 @@ can rebuild the policy from (a policy object itself need not be picklable).
 
 The argument is the one thing each configurable policy needs: ``replay:PATH`` (the source
 trajectories), ``llm:MODEL`` (the rest comes from ``SIMFORGE_LLM_*``), ``harness:COMMAND`` (the
-program to start per episode). Anything else is a name in :data:`simforge.policies.POLICIES`.
+program to start per episode), ``adversary:NAME`` (one of
+:data:`simforge.policies.adversaries.ADVERSARIES`). Anything else is a name in
+:data:`simforge.policies.POLICIES`.
 """
 
 from __future__ import annotations
@@ -32,10 +34,17 @@ def _harness(arg: str) -> Policy:
     return HarnessPolicy(arg)
 
 
+def _adversary(arg: str) -> Policy:
+    from simforge.policies.adversaries import build_adversary
+
+    return build_adversary(arg)
+
+
 WITH_ARGUMENT: dict[str, Callable[[str], Policy]] = {
     "replay": _replay,
     "llm": _llm,
     "harness": _harness,
+    "adversary": _adversary,
 }
 
 
