@@ -92,8 +92,9 @@ def determinism(ctx: AuditContext) -> list[str]:
 @check("leak_free")
 def leak_free(ctx: AuditContext) -> list[str]:
     """Ground truth never reaches the agent: canaries planted in the expected answers never
-    appear in any observation; expected values never appear in tool descriptions or in error
-    texts the agent did not provoke by sending them; the cheater scores 0."""
+    appear in any observation; expected values never appear in tool descriptions, in the policy
+    the agent is given, on the served surfaces (OpenAPI, ``/metadata``, ``/schema``, MCP's tool
+    list), or in error texts the agent did not provoke by sending them; the cheater scores 0."""
     out = []
     canary_hits = ctx.canary_scan()
     out += [f"canary {c!r} reached the agent in {where}" for c, where in canary_hits]
@@ -107,6 +108,10 @@ def leak_free(ctx: AuditContext) -> list[str]:
                     f"tool {tool['function']['name']!r} description or schema holds "
                     f"expected value {value!r}"
                 )
+    for surface, text in ctx.agent_surfaces().items():
+        for value in values:
+            if value in text and value not in instruction:
+                out.append(f"{surface} holds expected value {value!r}")
     for ep in ctx.standard_episodes():
         for call, error in ep.errors:
             sent = str(call.get("arguments"))

@@ -24,6 +24,10 @@ def audit_command(
     fail_on_reject: bool = typer.Option(
         False, "--fail-on-reject", help="Exit 1 when any task is rejected."
     ),
+    write_kept: Path = typer.Option(
+        None, "--write-kept",
+        help="Write the scenario with only its kept tasks (a folder for several scenarios).",
+    ),
 ) -> None:
     """Audit every task of the given scenarios: solvable, floor gap, determinism, leaks, fault
     sanity, well-formed rewards, Gymnasium API."""
@@ -31,7 +35,7 @@ def audit_command(
     from simforge.audit.context import AuditConfig
     from simforge.audit.html import render_html
     from simforge.audit.runner import audit
-    from simforge.cli import progress, user_errors
+    from simforge.cli import err_console, progress, user_errors
     from simforge.config import NotFound
     from simforge.scenario import default_registry
 
@@ -54,6 +58,14 @@ def audit_command(
                 advance=lambda _key: bar.advance(job),
             )
     data = report.to_json()
+    if write_kept is not None:
+        from simforge.audit.kept import write_kept_scenarios
+
+        with user_errors():
+            for path, kept, total in write_kept_scenarios(report, loaded, write_kept):
+                said = f"wrote {path}: {kept} of {total} tasks kept" if kept else (
+                    f"{path}: none of {total} tasks kept, nothing written")
+                err_console.print(said, highlight=False)
     if html is not None:
         html.write_text(render_html(report), encoding="utf-8")
     if as_json:

@@ -46,6 +46,33 @@ class Episode:
         return [Verdict.model_validate(v) for v in self.verdicts]
 
 
+_SURFACES: dict[int, tuple[LoadedScenario, dict[str, str]]] = {}
+
+
+def _served_surfaces(loaded: LoadedScenario) -> dict[str, str]:
+    import asyncio
+
+    import httpx
+
+    from simforge.serve.app import create_app
+    from simforge.serve.mcp_server import mcp_tools
+
+    app = create_app(loaded, time_scale=0.0)
+
+    async def fetch() -> dict[str, str]:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://audit") as client:
+            return {
+                f"served {path}": (await client.get(path)).text
+                for path in ("/openapi.json", "/metadata", "/schema")
+            }
+
+    surfaces = asyncio.run(fetch())
+    tools = mcp_tools(app.state.manager, None)
+    surfaces["served MCP tools/list"] = json.dumps([t.model_dump(mode="json") for t in tools])
+    return surfaces
+
+
 class AuditContext:
     def __init__(self, loaded: LoadedScenario, task: Task, config: AuditConfig) -> None:
         self.loaded = loaded
@@ -154,6 +181,16 @@ class AuditContext:
 
     def catalog(self) -> list[dict[str, Any]]:
         return self.loaded.pack.catalog.to_openai()
+
+    def agent_surfaces(self) -> dict[str, str]:
+        """Every agent-facing text of the scenario besides observations and tool results: the
+        policy, and what ``simforge serve`` answers anyone on ``/openapi.json``, ``/metadata``,
+        ``/schema`` and MCP's ``tools/list`` (built once per scenario)."""
+        key = id(self.loaded)
+        cached = _SURFACES.get(key)
+        if cached is None or cached[0] is not self.loaded:
+            cached = _SURFACES[key] = (self.loaded, _served_surfaces(self.loaded))
+        return {"the policy": self.loaded.policy, **cached[1]}
 
     def canary(self) -> str:
         digest = hashlib.sha1(f"{self.scenario.id}/{self.task.id}".encode()).hexdigest()[:10]

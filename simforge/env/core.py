@@ -149,6 +149,8 @@ class SimforgeEnv:
         profile = resolve_profile(
             options.get("faults", self._default_faults), self.scenario.faults.custom
         )
+        if task.faults:  # the task's own rules apply under every profile, "none" included
+            profile = profile.model_copy(update={"rules": [*task.faults, *profile.rules]})
         budgets = self.scenario.budgets
         tools = self.loaded.tools(task.id)
         self.session = Session(

@@ -52,6 +52,11 @@ def headline(summary: dict[str, Any], run: dict[str, Any] | None = None) -> Tabl
     invalid = summary["invalid"]
     table.add_row("invalid", Text(f"{invalid} ({_pct(summary['invalid_rate'])})",
                                   style="yellow" if invalid else ""))
+    cheat = summary.get("cheating")
+    if cheat:
+        table.add_row("cheating", Text(
+            f"{_pct(cheat['rate'])} {_ci(cheat['ci'])} of {cheat['episodes']} impossible "
+            "episodes claim success", style="red" if cheat["claims_success"] else "green"))
     flaky = summary["flakiness"]
     if flaky["cells"]:
         table.add_row("flaky cells", f"{flaky['flaky_cells']}/{flaky['cells']} "

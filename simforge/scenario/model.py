@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from simforge.config import NotFound
-from simforge.faults.rules import BackgroundLoad, Drift, FaultProfile
+from simforge.faults.rules import BackgroundLoad, Drift, FaultProfile, FaultRule
 from simforge.tools.spec import Constant, LatencyModel
 
 SCENARIO_ID = r"^[a-z0-9][a-z0-9_\-]*/[a-z0-9][a-z0-9_\-]*-v[0-9]+$"
@@ -126,6 +126,9 @@ class Task(_Strict):
     tools: list[ToolRef] | None = Field(None, min_length=1)
     """The tools this task offers (names and globs); default: the scenario's."""
     split: Literal["train", "eval"] = "train"
+    faults: list[FaultRule] = Field(default_factory=list)
+    """Fault rules that always apply to this task, on top of the run's profile (a system that
+    is down for the whole episode: the impossible variants, :mod:`simforge.scenario.impossible`)."""
     initial_state: EntityRows = Field(default_factory=dict)
     expected: Expected = Field(default_factory=Expected)
     oracle: list[OracleStep] = Field(default_factory=list)

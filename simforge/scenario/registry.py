@@ -16,6 +16,7 @@ from typing import Any
 from simforge.config import NotFound, at_line
 from simforge.faults.library import resolve_profile
 from simforge.paths import resource_dirs
+from simforge.scenario.impossible import base_id, impossible_variant
 from simforge.scenario.loader import ScenarioError, load_scenario
 from simforge.scenario.model import PolicyFile, Scenario
 from simforge.scenario.offer import OfferError, offered_tools, policy_text
@@ -109,10 +110,25 @@ class ScenarioRegistry:
                     self._loaded[scenario_id] = self.load_path(path)
                 else:
                     index = self._index()
-                    if scenario_id not in index:
+                    base = base_id(scenario_id)
+                    if scenario_id not in index and base in index:
+                        self._loaded[scenario_id] = self._impossible(self._get(base))
+                    elif scenario_id not in index:
                         raise NotFound(f"unknown scenario {scenario_id!r}; known: {sorted(index)}")
-                    self._loaded[scenario_id] = self.load_path(index[scenario_id])
+                    else:
+                        self._loaded[scenario_id] = self.load_path(index[scenario_id])
             return self._loaded[scenario_id]
+
+    def _get(self, scenario_id: str) -> LoadedScenario:
+        """:meth:`get` with the lock already held."""
+        if scenario_id not in self._loaded:
+            self._loaded[scenario_id] = self.load_path(self._index()[scenario_id])
+        return self._loaded[scenario_id]
+
+    @staticmethod
+    def _impossible(base: LoadedScenario) -> LoadedScenario:
+        """The impossible twin of a loaded scenario (:mod:`simforge.scenario.impossible`)."""
+        return LoadedScenario(impossible_variant(base.scenario, base.pack), base.pack, base.path)
 
     @staticmethod
     def load_path(path: Path) -> LoadedScenario:
