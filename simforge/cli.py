@@ -110,6 +110,8 @@ def run(
         chosen = seeds_for(env.scenario.seeds, seeds)
         tasks = [env.scenario.task(task).id] if task else [t.id for t in env.scenario.tasks]
         pol = build_policy(policy)
+        if getattr(pol, "privileged", False):  # it plays the tasks' reference solutions
+            _require_oracles(env, tasks)
         episodes = []
         try:
             with progress() as bar:
@@ -132,6 +134,18 @@ def run(
     console.print(
         _results_table(episodes, title=f"{scenario} · {policy} · faults: {faults or 'none'}")
     )
+
+
+def _require_oracles(env: Any, tasks: list[str]) -> None:
+    from simforge.config import ConfigError, at_line
+
+    missing = [(i, t) for i, t in enumerate(env.scenario.tasks) if t.id in tasks and not t.oracle]
+    if missing:
+        path = env.loaded.path
+        raise ConfigError(path or env.scenario.id, [
+            at_line(path, ["tasks", i], f"task {t.id!r} has no oracle: steps for this policy "
+                    "to play") for i, t in missing
+        ])
 
 
 def _say_invalid(episodes: list[dict[str, Any]]) -> None:

@@ -1,13 +1,31 @@
 """YAML configuration at the border: parse into a pydantic model, and on any problem raise one
-error naming the file, the line, the field path, what is allowed and what was found."""
+error naming the file, the line, the field path, what is allowed and what was found.
+
+YAML from outside is bounded before anything walks it: aliases make a few kilobytes stand for
+an exponential tree (a "billion laughs" file), which PyYAML builds as shared objects but which
+validation, scoring and any dump would then walk in full. The composed node graph is measured
+first (its size with every alias expanded, counted in linear time with memoisation, and its
+depth), and a file over :data:`MAX_YAML_NODES` or :data:`MAX_YAML_DEPTH` is refused in
+milliseconds, naming the limit. The file is parsed once (compose, then construct from the
+nodes), not twice.
+"""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import BaseModel, ValidationError
+
+MAX_YAML_NODES = 2_000_000
+"""Nodes a configuration may expand to, aliases counted each time they are used."""
+MAX_YAML_DEPTH = 100
+"""Nesting a configuration may reach (scenarios nest about 12 levels)."""
+_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_FIELD_PREFIX = re.compile(r"^([A-Za-z_][\w]*(?:\[\d+\]|\.[A-Za-z_][\w]*)*): ")
+_FOUND_MAX = 120
 
 
 class NotFound(KeyError):
@@ -28,28 +46,90 @@ class ConfigError(ValueError):
         )
 
 
+def read_text(path: Path, error: type[ConfigError] = ConfigError) -> str:
+    """A configuration file's text; unreadable or not UTF-8 is an ``error`` naming the line."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise error(path, [f"cannot read: {exc.strerror or exc}"]) from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise error(path, [f"line {line}, column {column}: not UTF-8 (byte "
+                           f"0x{raw[exc.start]:02x}); save the file as UTF-8"]) from None
+
+
 def load_model(
     model: type[BaseModel], path: Path | str, error: type[ConfigError] = ConfigError
 ) -> Any:
     path = Path(path)
+    return parse_model(model, read_text(path, error), path, error)
+
+
+def compose(text: str, path: Path | str, error: type[ConfigError] = ConfigError) -> Any:
+    """The YAML node graph of ``text``, bounded (see the module docstring)."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise error(path, [f"cannot read: {exc.strerror or exc}"]) from None
-    return parse_model(model, text, path, error)
+        node = yaml.compose(text, Loader=_LOADER)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        raise error(path, [f"{where}invalid YAML: {getattr(exc, 'problem', exc)}"]) from None
+    except RecursionError:
+        raise error(path, [f"nested too deep (the limit is {MAX_YAML_DEPTH} levels)"]) from None
+    if node is not None:
+        _bounded(node, path, error)
+    return node
+
+
+def _bounded(root: yaml.Node, path: Path | str, error: type[ConfigError]) -> None:
+    """Refuse a node graph that expands past the limits; linear in the distinct nodes."""
+    size: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, int, bool]] = [(root, 1, False)]
+    while stack:
+        node, depth, done = stack.pop()
+        key = id(node)
+        if done:
+            children = _children(node)
+            total = 1 + sum(size[id(c)] for c in children)
+            size[key] = total
+            if total > MAX_YAML_NODES:
+                raise error(path, [f"line {node.start_mark.line + 1}: expands to more than "
+                                   f"{MAX_YAML_NODES:,} values (aliases of aliases?)"])
+            continue
+        if key in size:
+            continue
+        if depth > MAX_YAML_DEPTH:
+            raise error(path, [f"line {node.start_mark.line + 1}: nested deeper than "
+                               f"{MAX_YAML_DEPTH} levels"])
+        stack.append((node, depth, True))
+        for child in _children(node):
+            if id(child) not in size:
+                stack.append((child, depth + 1, False))
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
 
 
 def parse_model(
     model: type[BaseModel], text: str, path: Path | str, error: type[ConfigError] = ConfigError
 ) -> Any:
     """Parse YAML into ``model``; errors carry ``line N`` of the offending field."""
+    node = compose(text, path, error)
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        data = _LOADER(text).construct_document(node) if node is not None else None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
         raise error(path, [f"{where}invalid YAML: {getattr(exc, 'problem', exc)}"]) from None
+    except RecursionError:
+        raise error(path, [f"nested too deep (the limit is {MAX_YAML_DEPTH} levels)"]) from None
     if not isinstance(data, dict):
         raise error(path, [f"expected a mapping at the top level, found {type(data).__name__}"])
     try:
@@ -63,8 +143,8 @@ def line_of(path: Path | str, loc: list[Any]) -> int | None:
     existing parent), for problems found after the file was parsed: unknown tools and entities,
     bad seed rows. ``None`` when the file cannot be read again."""
     try:
-        root = yaml.compose(Path(path).read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
-    except (OSError, yaml.YAMLError):
+        root = compose(read_text(Path(path)), path)
+    except ConfigError:
         return None
     return _locate(root, loc)[1]
 
@@ -76,14 +156,31 @@ def at_line(path: Path | str | None, loc: list[Any], problem: str) -> str:
 
 
 def _describe(err: Any, root: yaml.Node | None) -> str:
-    loc, line = _locate(root, list(err["loc"]))
-    field = ".".join(str(p) for p in loc) or "(top level)"
-    where = f"line {line}: " if line else ""
+    raw_loc = list(err["loc"])
     kind = err["type"]
     message = {"extra_forbidden": "unknown field", "missing": "required field is missing"}.get(
         kind, err["msg"]
     )
-    received = "" if kind in ("missing", "extra_forbidden") else f" (found {err.get('input')!r})"
+    if not raw_loc:
+        # A model-level check that names its field in its message ("tasks[3].id: ..."): that
+        # field's line, and none of the whole document's input.
+        text = message.removeprefix("Value error, ")
+        match = _FIELD_PREFIX.match(text)
+        if match:
+            raw_loc = [int(p) if p.isdigit() else p
+                       for p in re.split(r"[.\[\]]+", match.group(1)) if p]
+            message = text[match.end():]
+        loc, line = _locate(root, raw_loc)
+        where = f"line {line}: " if line and raw_loc else ""
+        field = ".".join(str(p) for p in loc) or "(top level)"
+        return f"{where}{field}: {message}"
+    loc, line = _locate(root, raw_loc)
+    field = ".".join(str(p) for p in loc) or "(top level)"
+    where = f"line {line}: " if line else ""
+    found = repr(err.get("input"))
+    if len(found) > _FOUND_MAX:
+        found = found[: _FOUND_MAX - 3] + "..."
+    received = "" if kind in ("missing", "extra_forbidden") else f" (found {found})"
     return f"{where}{field}: {message}{received}"
 
 

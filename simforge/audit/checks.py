@@ -79,9 +79,10 @@ def determinism(ctx: AuditContext) -> list[str]:
         != second.reset(seed=seed, options=ctx.options())[0]
     ):
         out.append(f"two resets with seed {seed} gave different observations")
-    a, b = ctx.play("oracle", seed, fresh=True), ctx.play("oracle", seed, fresh=True)
+    who = ctx.reference_policy()
+    a, b = ctx.play(who, seed, fresh=True), ctx.play(who, seed, fresh=True)
     if a.trajectory != b.trajectory:
-        out.append(f"the oracle's actions gave two different trajectories on seed {seed}")
+        out.append(f"the {who}'s actions gave two different trajectories on seed {seed}")
     if a.reward != b.reward or a.verdicts != b.verdicts:
         out.append(
             f"the same trajectory was scored differently on seed {seed}: {a.reward} vs {b.reward}"
@@ -235,7 +236,7 @@ def adversaries(ctx: AuditContext) -> list[str]:
     from simforge.policies.adversaries import ADVERSARIES
 
     floor = max((ep.reward or 0.0 for ep in ctx.episodes("noop")), default=0.0)
-    changes_nothing = all(
+    changes_nothing = bool(ctx.task.oracle) and all(
         not json.loads(ep.trajectory)["simulation"]["world_diff"]
         for ep in ctx.episodes("oracle")
     )

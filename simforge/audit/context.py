@@ -98,6 +98,11 @@ class AuditContext:
             options["policy"] = policy
         return options
 
+    def reference_policy(self) -> str:
+        """The oracle, or the no-op for a task without a reference solution (which the
+        ``solvable`` check rejects, saying so; the other checks still run)."""
+        return "oracle" if self.task.oracle else "noop"
+
     def registered_policies(self) -> list[str]:
         return sorted(POLICIES)
 
@@ -113,7 +118,8 @@ class AuditContext:
 
     def standard_episodes(self) -> list[Episode]:
         """The oracle's, the floor policies' and (where registered) the cheater's episodes."""
-        names = ["oracle", *self.floor_policies(), *(["cheater"] if "cheater" in POLICIES else [])]
+        oracle = ["oracle"] if self.task.oracle else []  # `solvable` says what is missing
+        names = [*oracle, *self.floor_policies(), *(["cheater"] if "cheater" in POLICIES else [])]
         return [ep for name in names for ep in self.episodes(name)]
 
     def all_episodes(self) -> list[Episode]:
@@ -209,7 +215,8 @@ class AuditContext:
             self.scenario.model_copy(update={"tasks": tasks}), self.loaded.pack, self.loaded.path
         )
         hits = []
-        policies = [p for p in ("oracle", "noop", "cheater", "random") if p in POLICIES]
+        policies = [p for p in ("oracle", "noop", "cheater", "random")
+                    if p in POLICIES and (p != "oracle" or self.task.oracle)]
         for policy in policies:
             for seed in self.seeds:
                 ep = self.play(policy, seed, loaded=variant)

@@ -136,8 +136,13 @@ class Task(_Strict):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
+MAX_SEED = 2**63 - 1
+"""Seeds are stored as SQL BIGINT (and drawn as 64-bit streams)."""
+Seed = Annotated[int, Field(ge=0, le=MAX_SEED)]
+
+
 class WorldConfig(_Strict):
-    seed: int = 0
+    seed: Seed = 0
     size: str | int = "small"
 
 
@@ -168,7 +173,7 @@ class Scenario(_Strict):
     budgets: BudgetConfig = Field(default_factory=BudgetConfig)
     think_time: LatencyModel = Field(default_factory=lambda: Constant(seconds=2.0))
     call_timeout: float | None = Field(30.0, gt=0)
-    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
+    seeds: list[Seed] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
     tags: list[str] = Field(default_factory=list)
     faults: ScenarioFaults = Field(default_factory=ScenarioFaults)
     background: list[BackgroundLoad | Drift] = Field(default_factory=list)
@@ -184,11 +189,14 @@ class Scenario(_Strict):
 
     @model_validator(mode="after")
     def _unique_tasks(self) -> Scenario:
-        seen: set[str] = set()
-        for task in self.tasks:
+        seen: dict[str, int] = {}
+        for i, task in enumerate(self.tasks):
             if task.id in seen:
-                raise ValueError(f"duplicate task id {task.id!r}")
-            seen.add(task.id)
+                first = seen[task.id]
+                raise ValueError(
+                    f"tasks[{i}].id: duplicate task id {task.id!r} (first at tasks[{first}])"
+                )
+            seen[task.id] = i
         return self
 
     @property
