@@ -19,6 +19,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from simforge.errors import UserError
+
 MAX_YAML_NODES = 2_000_000
 """Nodes a configuration may expand to, aliases counted each time they are used."""
 MAX_YAML_DEPTH = 100
@@ -28,14 +30,14 @@ _FIELD_PREFIX = re.compile(r"^([A-Za-z_][\w]*(?:\[\d+\]|\.[A-Za-z_][\w]*)*): ")
 _FOUND_MAX = 120
 
 
-class NotFound(KeyError):
+class NotFound(UserError, KeyError):
     """A name (scenario, task, policy, profile) that is not registered; says what is."""
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else "not found"
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError, ValueError):
     """A configuration file that cannot be used; the message says where and what."""
 
     def __init__(self, path: Path | str, problems: list[str]) -> None:

@@ -140,7 +140,7 @@ class AuditContext:
             env = self._env = self._env or self.fresh_env()
         policy = build_policy(policy_name)
         obs, info = env.reset(seed=seed, options=self.options(faults, policy_name))
-        policy.reset(obs, task=env.task if policy.privileged else None, seed=seed)
+        policy.reset(obs, task=env.privileged_task() if policy.privileged else None, seed=seed)
         seen = [json.dumps(obs, sort_keys=True), json.dumps(info, sort_keys=True)]
         errors: list[tuple[dict[str, Any], str]] = []
         calls: list[dict[str, Any]] = []

@@ -102,6 +102,7 @@ class SimforgeEnv:
         self._dialogue: list[Turn] = []
         self._last_text: str | None = None
         self._ending: frozenset[str] = frozenset()
+        self._surface_version = 0
 
     @property
     def spec_id(self) -> str:
@@ -127,6 +128,33 @@ class SimforgeEnv:
         """The tools the current task offers (its catalog; a subset of the pack's)."""
         assert self.task is not None, "call reset() first"
         return self.loaded.tools(self.task.id)
+
+    def offered_tools(self) -> list[dict[str, Any]]:
+        """The tools the agent is offered now, OpenAI function format: the task's, as the
+        episode's surface faults present them (renamed, delayed, distractors)."""
+        session = self._require_session()
+        if session.surface is not None:
+            return session.offered()
+        return self.tools.to_openai()
+
+    def privileged_task(self) -> Task:
+        """The task as a privileged policy (the oracle) plays it in this episode: its
+        reference calls rewritten for the episode's tool surface, so renamed tools and
+        parameters stay reachable."""
+        task = self.task
+        session = self._require_session()
+        assert task is not None
+        surface = session.surface
+        if surface is None or not task.oracle:
+            return task
+        steps = []
+        for step in task.oracle:
+            calls = []
+            for call in step.calls:
+                name, args = surface.rewrite_call(call.tool, dict(call.args))
+                calls.append(call.model_copy(update={"tool": name, "args": args}))
+            steps.append(step.model_copy(update={"calls": calls}))
+        return task.model_copy(update={"oracle": steps})
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -163,12 +191,14 @@ class SimforgeEnv:
             faults=profile,
             background=self.scenario.background,
             record_limit=self.record_limit,
+            catalog=self.pack.catalog,
         )
         self._ending = frozenset(n for n, t in tools.items() if t.spec.ends_conversation)
         self._score = None
         self._trajectory = None
         self._dialogue = [Turn("user", task.instruction)]
         self._last_text = None
+        self._surface_version = 0
         self._episodes += 1
         self.user.reset(task, seed=seed, scenario=self.scenario.id)
         return self.initial_observation(), self._info()
@@ -178,9 +208,13 @@ class SimforgeEnv:
         policy (rebuilt on demand: a served session need not keep it)."""
         task = self.task
         assert task is not None, "call reset() first"
+        session = self.session
+        surface = session.surface if session is not None else None
+        tools = surface.to_openai(0.0) if surface is not None else (
+            self.loaded.tools(task.id).to_openai())
         return {
             "task": {"id": task.id, "instruction": task.instruction},
-            "tools": self.loaded.tools(task.id).to_openai(),
+            "tools": tools,
             "policy": self.loaded.policy,
             "time": 0.0,
             "step": 0,
@@ -283,6 +317,12 @@ class SimforgeEnv:
             info["score"] = result.summary()
             info["invalid"] = result.reward is None
         obs = {"results": results, "time": session.now, "step": session.steps, "user": user}
+        surface = session.surface
+        if surface is not None and surface.delays:
+            version = surface.version(session.now)
+            if version != self._surface_version:  # tools appeared or changed: show them
+                self._surface_version = version
+                obs["tools"] = surface.to_openai(session.now)
         return obs, reward, session.terminated, session.truncated, info
 
     # -- the episode's record and its score ----------------------------------------------------

@@ -1,7 +1,7 @@
 """Faults: the perturbation kinds, rules and profiles, seeded fault plans, background load and
 drift."""
 
-from simforge.faults.kinds import KINDS, Fault, FaultKind
+from simforge.faults.kinds import FaultKind
 from simforge.faults.library import (
     FaultConfigError,
     builtin_profiles,
@@ -9,6 +9,7 @@ from simforge.faults.library import (
     resolve_profile,
 )
 from simforge.faults.plan import FaultPlan
+from simforge.faults.registry import KINDS, Fault
 from simforge.faults.rules import NONE, BackgroundLoad, Drift, FaultProfile, FaultRule, Target, When
 
 __all__ = [

@@ -1,33 +1,29 @@
-"""What the faults that fired on one call do to it, gathered by stage for the call pipeline."""
+"""What the faults that fired on one call do to it: :class:`CallFaults`, the call's decisions,
+which each fired fault changes through its own hook (:meth:`FaultKind.add_to
+<simforge.faults.kinds.FaultKind.add_to>`) and which the call pipeline reads at each stage."""
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from simforge.faults.kinds import (
-    ConnectionReset,
-    DuplicateEffect,
-    ErrorStatus,
-    FaultKind,
-    Flapping,
-    Latency,
-    Outage,
-    RateLimit,
-    SilentNoop,
-    StaleRead,
-    Timeout,
-    WriteLag,
-    status_body,
-)
 from simforge.tools.errors import ToolError
 from simforge.trace.episode import InjectedFault
+
+if TYPE_CHECKING:
+    from simforge.faults.kinds import (
+        ConnectionReset,
+        FaultKind,
+        Latency,
+        Timeout,
+        Where,
+    )
 
 
 class CallFaults:
     """The decisions for one call. The first ``reject`` wins; latencies compose; lags take the
-    largest; result rewrites apply in rule order."""
+    largest; result rewrites apply in rule order; the first ``wire`` fault corrupts the
+    answer's bytes."""
 
     __slots__ = (
         "_rng",
@@ -41,6 +37,7 @@ class CallFaults:
         "reject",
         "reset",
         "results",
+        "wire",
         "write_lag",
     )
 
@@ -57,16 +54,15 @@ class CallFaults:
         self.duplicate = False
         self.noop = False
         self.results: list[Any] = []
+        self.wire: Any = None
 
-    def add(
-        self, record: InjectedFault, adder: Adder, fault: FaultKind, params: dict[str, Any]
-    ) -> None:
-        """A fault fired: keep its record and let ``adder`` (:func:`stage_of` the fault, which
-        the plan finds once per rule) change the call's decisions."""
+    def add(self, record: InjectedFault, fault: FaultKind, params: dict[str, Any]) -> None:
+        """A fault fired: keep its record and let the fault change the call's decisions."""
         self.records.append(record)
-        adder(self, fault, params)
+        fault.add_to(self, params)
 
-    def _reject(self, error: ToolError) -> None:
+    def reject_with(self, error: ToolError) -> None:
+        """Answer ``error`` instead of running the tool (the first rejection wins)."""
         if self.reject is None:
             self.reject = error
 
@@ -78,12 +74,12 @@ class CallFaults:
 
     def latency(self, base: float) -> float:
         for fault in self.latencies:
-            base = fault.apply(base, self.rng)
+            base = fault.delay(base, self.rng)
         return base
 
-    def transform(self, result: Any) -> Any:
+    def transform(self, result: Any, where: Where) -> Any:
         for fault in self.results:
-            result = fault.apply(result, self.rng)
+            result = fault.apply(result, self.rng, where)
         return result
 
     @property
@@ -95,81 +91,3 @@ class CallFaults:
         seen: Any = error if error is not None else {"ok": True}
         for record in self.records:
             record.observed = seen
-
-
-Adder = Callable[[CallFaults, Any, dict[str, Any]], None]
-"""What a fired fault of one kind adds to a call's decisions: ``(decisions, fault, params)``."""
-
-
-def _rate_limited(fx: CallFaults, fault: RateLimit, params: dict[str, Any]) -> None:
-    fx._reject(
-        ToolError(
-            429,
-            "rate_limited",
-            f"rate limit exceeded; retry after {params['retry_after']:.3g} s",
-            retry_after=params["retry_after"],
-        )
-    )
-
-
-def _latency(fx: CallFaults, fault: Latency, params: dict[str, Any]) -> None:
-    fx.latencies.append(fault)
-
-
-def _hang(fx: CallFaults, fault: Timeout, params: dict[str, Any]) -> None:
-    fx.hang = fx.hang or fault
-
-
-def _reset(fx: CallFaults, fault: ConnectionReset, params: dict[str, Any]) -> None:
-    fx.reset = fx.reset or fault
-
-
-def _read_lag(fx: CallFaults, fault: StaleRead, params: dict[str, Any]) -> None:
-    fx.read_lag = max(fx.read_lag or 0.0, fault.lag)
-
-
-def _write_lag(fx: CallFaults, fault: WriteLag, params: dict[str, Any]) -> None:
-    fx.write_lag = max(fx.write_lag or 0.0, fault.lag)
-
-
-def _duplicate(fx: CallFaults, fault: DuplicateEffect, params: dict[str, Any]) -> None:
-    fx.duplicate = True
-
-
-def _noop(fx: CallFaults, fault: SilentNoop, params: dict[str, Any]) -> None:
-    fx.noop = True
-
-
-def _result(fx: CallFaults, fault: Any, params: dict[str, Any]) -> None:
-    fx.results.append(fault)
-
-
-def stage_of(fault: FaultKind) -> Adder:
-    """How a fault of this kind changes a call's decisions: found once per rule (the plan
-    keeps it), not once per fault that fires."""
-    if isinstance(fault, RateLimit):
-        return _rate_limited
-    if isinstance(fault, ErrorStatus | Outage | Flapping):
-        # the same answer every time: built once (it is only ever read, never raised)
-        code, message = status_body(fault.status, getattr(fault, "message", None))
-        error = ToolError(fault.status, code, message)
-
-        def status(fx: CallFaults, fault: Any, params: dict[str, Any]) -> None:
-            fx._reject(error)
-
-        return status
-    if isinstance(fault, Latency):
-        return _latency
-    if isinstance(fault, Timeout):
-        return _hang
-    if isinstance(fault, ConnectionReset):
-        return _reset
-    if isinstance(fault, StaleRead):
-        return _read_lag
-    if isinstance(fault, WriteLag):
-        return _write_lag
-    if isinstance(fault, DuplicateEffect):
-        return _duplicate
-    if isinstance(fault, SilentNoop):
-        return _noop
-    return _result

@@ -1,27 +1,52 @@
-"""The fault kinds: small typed classes, each with the parameters a scenario can set.
+"""The fault kinds of the network and the service: small typed classes, each with the
+parameters a scenario can set, each a wrapper around one stage of a call.
 
-Each kind says at which stage of a call it acts (see :class:`simforge.faults.effects.CallFaults`):
-``reject`` answers an error before the tool runs; ``latency`` changes the latency draw; ``hang``
-holds the call to its deadline; ``handler`` changes how the handler's reads and writes land;
-``result`` rewrites what comes back. Kinds that only make sense for writes (``write_lag``,
-``duplicate_effect``, ``silent_noop``) or reads (``stale_read``, ``partial_result``) restrict the
-rule to that tool kind by themselves.
+A kind says at which stage it acts and overrides that stage's hook (see
+:class:`simforge.faults.effects.CallFaults`, the decisions for one call): ``reject`` answers an
+error before the tool runs; ``latency`` changes the latency draw; ``hang`` holds the call to
+its deadline; ``handler`` changes how the handler's reads and writes land; ``result`` rewrites
+what comes back; ``wire`` corrupts the bytes of the answer (:mod:`simforge.faults.wire`);
+``surface`` changes the tools an episode offers (:mod:`simforge.faults.surface`). A kind's
+:meth:`FaultKind.add_to` is the hook: what a fired fault adds to the call's decisions. Kinds
+that only make sense for writes (``write_lag``, ``duplicate_effect``, ``silent_noop``) or reads
+(``stale_read``, ``partial_result``) restrict the rule to that tool kind by themselves.
+
+Kinds are registered in :mod:`simforge.faults.registry` (the built-ins, then the entry-point
+group ``simforge.faults`` for third parties).
 """
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Callable
-from typing import Annotated, Any, ClassVar, Literal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from simforge.faults.transforms import drift, inject, partial
+from simforge.tools.errors import ToolError
 from simforge.tools.spec import Constant, LatencyModel
 
-Stage = Literal["reject", "latency", "hang", "handler", "result"]
+if TYPE_CHECKING:
+    from simforge.faults.effects import CallFaults
+    from simforge.tools.spec import ToolSpec
+    from simforge.world.store import World
+
+Stage = Literal["reject", "latency", "hang", "handler", "result", "wire", "surface"]
 Rng = Callable[[], random.Random]
 """The call's fault stream, seeded only when a fault needs randomness (seeding costs ~10 us)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Where:
+    """What a result rewrite may look at besides the result: the world as the handler saw it,
+    the tool, the simulated time."""
+
+    world: World
+    spec: ToolSpec
+    now: float
 
 _STATUS_BODIES = {
     400: ("bad_request", "the request could not be processed"),
@@ -45,13 +70,59 @@ def status_body(status: int, message: str | None = None) -> tuple[str, str]:
 class FaultKind(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    if TYPE_CHECKING:
+        kind: str  # each kind's own Literal field (the union's discriminator)
+
     stage: ClassVar[Stage]
     only_for: ClassVar[Literal["read", "write"] | None] = None
     transient: ClassVar[bool] = True
+    gated: ClassVar[bool] = False
+    """Whether the rule, once drawn and open, still asks the kind (:meth:`gate`) whether it
+    fires: a token bucket, a flapping schedule, an expired token."""
+    renders: ClassVar[dict[str, str]] = {}
+    """How the kind shows on a surface (``env``, ``http``, ``mcp``, ``openenv``) where that is
+    not the plain error or result; a surface it cannot render on says so here."""
 
     def is_transient(self) -> bool:
         """Whether a retry can succeed (validators use it to judge recovery)."""
         return self.transient
+
+    def add_to(self, fx: CallFaults, params: dict[str, Any]) -> None:
+        """The hook: what this fault, fired on a call, adds to the call's decisions. The
+        default is the stage's usual one: a ``result`` kind rewrites the result (:meth:`apply`),
+        a ``wire`` kind corrupts the answer's bytes."""
+        if self.stage == "result":
+            fx.results.append(self)
+        elif self.stage == "wire":
+            fx.wire = fx.wire or self
+        else:
+            raise NotImplementedError(f"{type(self).__name__} does not say what it does")
+
+    def gate(self, state: dict[str, Any], tool: str, now: float) -> dict[str, Any] | None:
+        """For a ``gated`` kind: ``None`` to hold back, else the parameters it fires with.
+        ``state`` is this rule's own, kept for the session."""
+        return {}
+
+    def apply(self, result: Any, rng: Rng, where: Where) -> Any:
+        """A ``result`` kind's rewrite of a result (the agent's own copy)."""
+        return result
+
+
+class Rejecting(FaultKind):
+    """A kind that answers one fixed error instead of the result (built once per rule)."""
+
+    def error(self) -> ToolError:
+        raise NotImplementedError
+
+    def add_to(self, fx: CallFaults, params: dict[str, Any]) -> None:
+        fx.reject_with(_error_of(self))
+
+
+@functools.lru_cache(maxsize=4096)
+def _error_of(fault: Rejecting) -> ToolError:
+    """The fixed error of a frozen (hashable) rejecting fault, built once: it is only ever read
+    by the pipeline, never raised."""
+    return fault.error()
 
 
 class Timeout(FaultKind):
@@ -63,6 +134,9 @@ class Timeout(FaultKind):
     after: float = Field(30.0, gt=0)
     effect: Literal["applied", "dropped"] = "dropped"
 
+    def add_to(self, fx: CallFaults, params: dict[str, Any]) -> None:
+        fx.hang = fx.hang or self
+
 
 class Latency(FaultKind):
     """A slow call: the drawn latency times ``multiplier``, plus a delay drawn from ``add``."""
@@ -72,14 +146,17 @@ class Latency(FaultKind):
     multiplier: float = Field(1.0, ge=0)
     add: LatencyModel = Field(default_factory=lambda: Constant(seconds=0.0))
 
-    def apply(self, latency: float, rng: Rng) -> float:
+    def add_to(self, fx: CallFaults, params: dict[str, Any]) -> None:
+        fx.latencies.append(self)
+
+    def delay(self, latency: float, rng: Rng) -> float:
         value = latency * self.multiplier
         if isinstance(self.add, Constant):
             return value + self.add.seconds
         return value + self.add.sample(rng())
 
 
-class ErrorStatus(FaultKind):
+class ErrorStatus(Rejecting):
     """An HTTP error with a realistic body instead of the result; nothing is written."""
 
     stage: ClassVar[Stage] = "reject"
@@ -90,15 +167,39 @@ class ErrorStatus(FaultKind):
     def is_transient(self) -> bool:
         return self.status >= 500 or self.status in (409, 429)
 
+    def error(self) -> ToolError:
+        return ToolError(self.status, *status_body(self.status, self.message))
+
 
 class RateLimit(FaultKind):
     """429 with ``retry_after`` once a token bucket (per tool or per session) is empty."""
 
     stage: ClassVar[Stage] = "reject"
+    gated: ClassVar[bool] = True
     kind: Literal["rate_limit"] = "rate_limit"
     burst: int = Field(5, ge=1)
     per_second: float = Field(1.0, gt=0)
     scope: Literal["tool", "session"] = "tool"
+
+    def gate(self, state: dict[str, Any], tool: str, now: float) -> dict[str, Any] | None:
+        key = tool if self.scope == "tool" else "*"
+        bucket = state.get(key)
+        if bucket is None:
+            bucket = state[key] = [float(self.burst), 0.0]  # tokens, when last counted
+        tokens = min(self.burst, bucket[0] + (now - bucket[1]) * self.per_second)
+        bucket[1] = now
+        if tokens >= 1.0:
+            bucket[0] = tokens - 1.0
+            return None
+        bucket[0] = tokens
+        return {"retry_after": round((1.0 - tokens) / self.per_second, 6)}
+
+    def add_to(self, fx: CallFaults, params: dict[str, Any]) -> None:
+        wait = params["retry_after"]
+        fx.reject_with(ToolError(
+            429, "rate_limited", f"rate limit exceeded; retry after {wait:.3g} s",
+            retry_after=wait,
+        ))
 
 
 class ConnectionReset(FaultKind):
@@ -108,6 +209,9 @@ class ConnectionReset(FaultKind):
     kind: Literal["connection_reset"] = "connection_reset"
     effect: Literal["applied", "dropped"] = "dropped"
 
+    def add_to(self, fx: CallFaults, params: dict[str, Any]) -> None:
+        fx.reset = fx.reset or self
+
 
 class EmptyResponse(FaultKind):
     """A success with an empty body; the call's effect still lands."""
@@ -115,7 +219,7 @@ class EmptyResponse(FaultKind):
     stage: ClassVar[Stage] = "result"
     kind: Literal["empty_response"] = "empty_response"
 
-    def apply(self, result: Any, rng: Rng) -> Any:
+    def apply(self, result: Any, rng: Rng, where: Where) -> Any:
         return ""
 
 
@@ -132,7 +236,7 @@ class PartialResult(FaultKind):
     fraction: float = Field(0.5, gt=0, lt=1)
     fields: list[str] = Field(default_factory=list)
 
-    def apply(self, result: Any, rng: Rng) -> Any:
+    def apply(self, result: Any, rng: Rng, where: Where) -> Any:
         return partial(result, self, rng)
 
 
@@ -144,6 +248,9 @@ class StaleRead(FaultKind):
     kind: Literal["stale_read"] = "stale_read"
     lag: float = Field(60.0, gt=0)
 
+    def add_to(self, fx: CallFaults, params: dict[str, Any]) -> None:
+        fx.read_lag = max(fx.read_lag or 0.0, self.lag)
+
 
 class WriteLag(FaultKind):
     """Eventual consistency: the write is acknowledged now but lands ``lag`` seconds later."""
@@ -152,6 +259,9 @@ class WriteLag(FaultKind):
     only_for: ClassVar[Literal["read", "write"] | None] = "write"
     kind: Literal["write_lag"] = "write_lag"
     lag: float = Field(30.0, gt=0)
+
+    def add_to(self, fx: CallFaults, params: dict[str, Any]) -> None:
+        fx.write_lag = max(fx.write_lag or 0.0, self.lag)
 
 
 class SchemaDrift(FaultKind):
@@ -170,7 +280,7 @@ class SchemaDrift(FaultKind):
             raise ValueError("schema_drift needs `rename` or `retype`")
         return self
 
-    def apply(self, result: Any, rng: Rng) -> Any:
+    def apply(self, result: Any, rng: Rng, where: Where) -> Any:
         return drift(result, self.rename, self.retype)
 
 
@@ -182,6 +292,9 @@ class DuplicateEffect(FaultKind):
     transient: ClassVar[bool] = False
     kind: Literal["duplicate_effect"] = "duplicate_effect"
 
+    def add_to(self, fx: CallFaults, params: dict[str, Any]) -> None:
+        fx.duplicate = True
+
 
 class SilentNoop(FaultKind):
     """Success is returned and nothing is written."""
@@ -191,19 +304,26 @@ class SilentNoop(FaultKind):
     transient: ClassVar[bool] = False
     kind: Literal["silent_noop"] = "silent_noop"
 
+    def add_to(self, fx: CallFaults, params: dict[str, Any]) -> None:
+        fx.noop = True
 
-class Outage(FaultKind):
+
+class Outage(Rejecting):
     """Every call to the target fails while the rule's window is open."""
 
     stage: ClassVar[Stage] = "reject"
     kind: Literal["outage"] = "outage"
     status: int = Field(503, ge=500, le=599)
 
+    def error(self) -> ToolError:
+        return ToolError(self.status, *status_body(self.status))
 
-class Flapping(FaultKind):
+
+class Flapping(Rejecting):
     """Alternating up and down periods (down: 503), starting up at ``phase`` seconds."""
 
     stage: ClassVar[Stage] = "reject"
+    gated: ClassVar[bool] = True
     kind: Literal["flapping"] = "flapping"
     up: float = Field(60.0, gt=0)
     down: float = Field(20.0, gt=0)
@@ -213,6 +333,12 @@ class Flapping(FaultKind):
     def is_down(self, now: float) -> bool:
         t = (now - self.phase) % (self.up + self.down)
         return now >= self.phase and t >= self.up
+
+    def gate(self, state: dict[str, Any], tool: str, now: float) -> dict[str, Any] | None:
+        return {} if self.is_down(now) else None
+
+    def error(self) -> ToolError:
+        return ToolError(self.status, *status_body(self.status))
 
 
 class PromptInjection(FaultKind):
@@ -230,46 +356,25 @@ class PromptInjection(FaultKind):
     field: str | None = None
     forbid: list[str] = Field(default_factory=list)
 
-    def apply(self, result: Any, rng: Rng) -> Any:
+    def apply(self, result: Any, rng: Rng, where: Where) -> Any:
         return inject(result, f"{self.text} [ref:{self.id}]", self.field)
 
 
-Fault = Annotated[
-    Timeout
-    | Latency
-    | ErrorStatus
-    | RateLimit
-    | ConnectionReset
-    | EmptyResponse
-    | PartialResult
-    | StaleRead
-    | WriteLag
-    | SchemaDrift
-    | DuplicateEffect
-    | SilentNoop
-    | Outage
-    | Flapping
-    | PromptInjection,
-    Field(discriminator="kind"),
-]
-
-KINDS: dict[str, type[FaultKind]] = {
-    cls.model_fields["kind"].default: cls
-    for cls in (
-        Timeout,
-        Latency,
-        ErrorStatus,
-        RateLimit,
-        ConnectionReset,
-        EmptyResponse,
-        PartialResult,
-        StaleRead,
-        WriteLag,
-        SchemaDrift,
-        DuplicateEffect,
-        SilentNoop,
-        Outage,
-        Flapping,
-        PromptInjection,
-    )
-}
+NETWORK_KINDS: tuple[type[FaultKind], ...] = (
+    Timeout,
+    Latency,
+    ErrorStatus,
+    RateLimit,
+    ConnectionReset,
+    EmptyResponse,
+    PartialResult,
+    StaleRead,
+    WriteLag,
+    SchemaDrift,
+    DuplicateEffect,
+    SilentNoop,
+    Outage,
+    Flapping,
+    PromptInjection,
+)
+"""The kinds of this module, in the order ``faults list`` shows them."""

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from simforge.config import ConfigError, NotFound, load_model
-from simforge.faults.kinds import KINDS
+from simforge.faults.registry import KINDS
 from simforge.faults.rules import NONE, FaultProfile
 
 PROFILE_DIR = Path(__file__).resolve().parent / "profiles"
@@ -59,13 +59,18 @@ def describe_kinds() -> list[dict[str, Any]]:
             if field == "kind":
                 continue
             prop = schema.get("properties", {}).get(field, {})
-            default = info.get_default(call_default_factory=True)
             params[field] = {
                 "type": prop.get("type")
                 or [o.get("type") for o in prop.get("anyOf", [])]
                 or "object",
-                "default": default.model_dump() if hasattr(default, "model_dump") else default,
             }
+            if info.is_required():
+                params[field]["required"] = True
+            else:
+                default = info.get_default(call_default_factory=True)
+                params[field]["default"] = (
+                    default.model_dump() if hasattr(default, "model_dump") else default
+                )
             if "enum" in prop:
                 params[field]["allowed"] = prop["enum"]
         out.append(
@@ -73,6 +78,7 @@ def describe_kinds() -> list[dict[str, Any]]:
                 "kind": name,
                 "stage": cls.stage,
                 "only_for": cls.only_for,
+                "renders": dict(cls.renders),
                 "description": " ".join((cls.__doc__ or "").split()),
                 "params": params,
             }

@@ -16,31 +16,10 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from simforge.faults.effects import CallFaults, stage_of
-from simforge.faults.kinds import Flapping, RateLimit
+from simforge.faults.effects import CallFaults
 from simforge.faults.rules import FaultProfile, FaultRule, When
 from simforge.tools.spec import ToolSpec
 from simforge.trace.episode import InjectedFault, trusted
-
-
-class _Bucket:
-    __slots__ = ("burst", "rate", "stamp", "tokens")
-
-    def __init__(self, burst: int, rate: float) -> None:
-        self.tokens = float(burst)
-        self.burst = burst
-        self.rate = rate
-        self.stamp = 0.0
-
-    def take(self, now: float) -> float | None:
-        """``None`` when a token was taken, else the seconds until one is available."""
-        self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.rate)
-        self.stamp = now
-        if self.tokens >= 1.0:
-            self.tokens -= 1.0
-            return None
-        return (1.0 - self.tokens) / self.rate
-
 
 _ALWAYS_OPEN = When()
 _record = trusted(InjectedFault)
@@ -50,7 +29,7 @@ _NO_PARAMS: dict[str, Any] = {}  # the parameters a fault adds to its rule's: mo
 class _Compiled:
     """A rule bound to one tool: its stream, and which checks it needs at all."""
 
-    __slots__ = ("add", "args", "draw", "gated", "kind", "params", "probability", "rule", "when")
+    __slots__ = ("args", "draw", "fault", "gated", "kind", "params", "probability", "rule", "when")
 
     def __init__(self, rule: FaultRule, seed: int, tool: str) -> None:
         self.rule = rule
@@ -59,12 +38,11 @@ class _Compiled:
         self.draw = stream.random if rule.probability < 1.0 else None
         self.when = None if rule.when == _ALWAYS_OPEN else rule.when
         self.args = rule.target if rule.target.args else None
+        self.fault = rule.fault
         self.params = rule.fault.model_dump(exclude={"kind"})
         self.kind = rule.fault.kind
-        self.add = stage_of(rule.fault)
-        self.gated = isinstance(rule.fault, RateLimit | Flapping)
-        """Whether the rule, once drawn and open, still depends on state: a token bucket, a
-        flapping schedule."""
+        self.gated = type(rule.fault).gated
+        """Whether the rule, once drawn and open, still asks its kind whether it fires."""
 
 
 _Entry = tuple[Callable[[], float] | None, float, _Compiled]
@@ -77,9 +55,15 @@ class FaultPlan:
     def __init__(self, profile: FaultProfile, seed: int) -> None:
         self.profile = profile
         self.seed = seed
-        self.rules = [r for r in profile.rules if r.probability > 0]
+        self.rules = [
+            r for r in profile.rules if r.probability > 0 and r.fault.stage != "surface"
+        ]
+        self.surface_rules = [
+            r for r in profile.rules if r.probability > 0 and r.fault.stage == "surface"
+        ]
         self._by_tool: dict[str, list[_Entry]] = {}
-        self._buckets: dict[tuple[str, str], _Bucket] = {}
+        self.state: dict[str, dict[str, Any]] = {}
+        """Each gated rule's own state for the session (by rule id): token buckets, tokens."""
 
     def rules_for(self, spec: ToolSpec) -> list[FaultRule]:
         return [c.rule for _, _, c in self._compiled(spec)]
@@ -114,16 +98,16 @@ class FaultPlan:
             if c.args is not None and not c.args.matches_args(args):
                 continue
             rule = c.rule
-            fault = rule.fault
+            fault = c.fault
             params = _NO_PARAMS
             if c.gated:
-                if isinstance(fault, RateLimit):
-                    wait = self._bucket(rule, spec.name).take(now)
-                    if wait is None:
-                        continue
-                    params = {"retry_after": round(wait, 6)}
-                elif isinstance(fault, Flapping) and not fault.is_down(now):
+                state = self.state.get(rule.id)
+                if state is None:
+                    state = self.state[rule.id] = {}
+                gate = fault.gate(state, spec.name, now)
+                if gate is None:
                     continue
+                params = gate or _NO_PARAMS
             if faults is None:
                 faults = CallFaults(f"{self.seed}\x1ffault\x1f{spec.name}\x1f{call_index}")
             # built from validated parts, so not validated again (hot path)
@@ -137,14 +121,5 @@ class FaultPlan:
                 "params": {**c.params, **params} if params else dict(c.params),
                 "observed": None,
             })
-            faults.add(record, c.add, fault, params)
+            faults.add(record, fault, params)
         return faults
-
-    def _bucket(self, rule: FaultRule, tool: str) -> _Bucket:
-        fault = rule.fault
-        assert isinstance(fault, RateLimit)
-        key = (rule.id, tool if fault.scope == "tool" else "*")
-        bucket = self._buckets.get(key)
-        if bucket is None:
-            bucket = self._buckets[key] = _Bucket(fault.burst, fault.per_second)
-        return bucket

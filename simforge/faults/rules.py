@@ -9,12 +9,16 @@ field and what is allowed.
 from __future__ import annotations
 
 import fnmatch
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from simforge.faults.kinds import Fault
 from simforge.tools.spec import ToolSpec
+
+if TYPE_CHECKING:
+    from simforge.faults.kinds import FaultKind as Fault
+else:  # pydantic validates against every registered kind, told apart by `kind`
+    from simforge.faults.registry import Fault
 
 
 class _Strict(BaseModel):
@@ -120,6 +124,25 @@ class BackgroundLoad(_Strict):
     start: float = Field(0.0, ge=0)
 
 
+class Event(_Strict):
+    """Another actor changes the world while the agent works (Gaia2's events): every ``every``
+    seconds on average (a Poisson stream), ``tool`` is called on a random row of ``entity``
+    matching ``where``, its ``args`` constants or ``"$field"`` of that row (``"$id"``: its
+    key). The tool need not be one the agent is offered (an approver replies, a customer
+    cancels, stock moves). What it changed is recorded as the world's own, so the agent is not
+    blamed for it, and the agent must notice it to act on the world as it is."""
+
+    kind: Literal["event"] = "event"
+    name: str = "event"
+    tool: str
+    entity: str
+    every: float = Field(gt=0)
+    where: dict[str, Any] = Field(default_factory=dict)
+    args: dict[str, Any] = Field(default_factory=dict)
+    start: float = Field(0.0, ge=0)
+    limit: int | None = Field(None, ge=1)
+
+
 class Drift(_Strict):
     """The world changes while the agent thinks: every ``every`` seconds on average, a random
     row of ``entity`` matching ``where`` gets ``set``."""
@@ -137,7 +160,7 @@ class FaultProfile(_Strict):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_\-]*$")
     description: str = ""
     rules: list[FaultRule] = Field(default_factory=list)
-    background: list[BackgroundLoad | Drift] = Field(default_factory=list)
+    background: list[BackgroundLoad | Drift | Event] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _unique_rules(self) -> FaultProfile:

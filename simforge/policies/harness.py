@@ -185,7 +185,7 @@ class HarnessPolicy(PolicyBase):
         with tempfile.TemporaryDirectory(prefix="simforge-harness-") as tmp:
             tools_file = os.path.join(tmp, "tools.json")
             with open(tools_file, "w", encoding="utf-8") as f:
-                json.dump(served.env.tools.to_openai(), f)
+                json.dump(served.env.offered_tools(), f)
             policy_file = os.path.join(tmp, "policy.md")
             with open(policy_file, "w", encoding="utf-8") as f:
                 f.write(served.env.loaded.policy)

@@ -62,7 +62,7 @@ def _start(
     obs, _info = env.reset(seed=seed, options=options)
     policy.reset(
         obs,
-        task=env.task if policy.privileged else None,
+        task=env.privileged_task() if policy.privileged else None,
         seed=seed if policy_seed is None else policy_seed,
     )
     return obs

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from simforge.config import NotFound
-from simforge.faults.rules import BackgroundLoad, Drift, FaultProfile, FaultRule
+from simforge.faults.rules import BackgroundLoad, Drift, Event, FaultProfile, FaultRule
 from simforge.tools.spec import Constant, LatencyModel
 
 SCENARIO_ID = r"^[a-z0-9][a-z0-9_\-]*/[a-z0-9][a-z0-9_\-]*-v[0-9]+$"
@@ -176,7 +176,7 @@ class Scenario(_Strict):
     seeds: list[Seed] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
     tags: list[str] = Field(default_factory=list)
     faults: ScenarioFaults = Field(default_factory=ScenarioFaults)
-    background: list[BackgroundLoad | Drift] = Field(default_factory=list)
+    background: list[BackgroundLoad | Drift | Event] = Field(default_factory=list)
     validators: list[ValidatorConfig] = Field(default_factory=list)
     rubric: RubricConfig = Field(default_factory=RubricConfig)
     tools: list[ToolRef] | None = Field(None, min_length=1)

@@ -22,16 +22,13 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
+from simforge.errors import PluginError
 from simforge.paths import resource_dirs
 from simforge.synth.pack_files import MANIFEST
 from simforge.tools.pack import Pack
 
 _lock = threading.RLock()
 _packs: dict[Path, Pack] = {}
-
-
-class PluginError(Exception):
-    """A plugin that cannot be used; the message names the plugin and what is wrong."""
 
 
 def _namespace(group: str) -> str:

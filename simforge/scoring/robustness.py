@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from simforge.faults.kinds import KINDS
+from simforge.faults.registry import KINDS
 from simforge.scoring.context import ScoringContext
 from simforge.scoring.registry import validator
 from simforge.scoring.verdict import Verdict

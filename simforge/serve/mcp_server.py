@@ -71,8 +71,7 @@ def mcp_tools(
     served = manager.get(session_id or DEFAULT_SESSION)
     authorize(served, authorization)
     tools = []
-    for tool in served.session.tools.values():
-        spec = tool.spec
+    for spec in served.session.offered_specs():
         output = spec.output_schema if spec.output_schema.get("type") == "object" else None
         tools.append(
             types.Tool(

@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from simforge.faults.wire import render as render_wire
 from simforge.sim.calls import CallOutcome
 from simforge.tools.pack import ToolCatalog
 
@@ -140,6 +141,13 @@ class ToolPlane:
             )
             await self._send(send, 400, bad.encode(), _PROBLEM, {})
             return
+        if outcome.wire is not None:  # the answer's bytes are the fault's (faults/wire.py)
+            await render_wire(
+                send, outcome.wire, outcome.result,
+                f"{outcome.call_id}\x1fwire", outcome.call_id, self.manager.time_scale,
+                lambda: self._abort(send),
+            )
+            return
         error = outcome.error
         if error is None:
             result = outcome.result
@@ -196,6 +204,16 @@ class ToolPlane:
             headers.extend((k.lower().encode(), v.encode()) for k, v in extra.items())
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
+
+    @staticmethod
+    async def _abort(send: Send) -> None:
+        """Close the connection mid-body (a truncated answer, garbage then close)."""
+        transport = getattr(getattr(send, "__self__", None), "transport", None)
+        if transport is None:
+            raise SimulatedReset("connection closed before the body was complete (simulated)")
+        transport.abort()
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
 
     @staticmethod
     async def _reset(send: Send) -> None:

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import simpy
 
+from simforge.faults.kinds import Where
+from simforge.faults.wire import encode
 from simforge.sim.staged import StagedCall
 from simforge.tools.context import ToolContext
 from simforge.tools.errors import ToolError, ToolNotFound
@@ -39,6 +41,7 @@ class CallOutcome:
         "args",
         "call_id",
         "call_index",
+        "called_as",
         "ended_at",
         "error",
         "faults",
@@ -46,6 +49,7 @@ class CallOutcome:
         "result",
         "started_at",
         "tool",
+        "wire",
     )
 
     def __init__(self, tool: str, args: Any, call_id: str, call_index: int, now: float) -> None:
@@ -64,6 +68,12 @@ class CallOutcome:
         """What the step waits on: the latency timeout (lean path) or the staged call's ``done``
         event; it is let go once the call has answered, so a recorded call does not keep its
         event."""
+        self.wire: Any = None
+        """A wire fault that corrupted the answer's bytes (:mod:`simforge.faults.wire`): the
+        HTTP surface writes them; ``result`` keeps what the service meant to send."""
+        self.called_as: tuple[str, Any] | None = None
+        """The name and arguments the agent sent, when a surface fault renamed them (the call
+        is recorded under the real ones)."""
 
     @property
     def ok(self) -> bool:
@@ -155,6 +165,9 @@ class CallPipeline:
     def start(self, tool_name: str, args: Any, call_id: str | None) -> CallOutcome:
         session = self.session
         now = session.env.now
+        surface = session.surface
+        if surface is not None:
+            return self._start_surfaced(tool_name, args, call_id, now)
         index = self.counts.get(tool_name, 0)
         self.counts[tool_name] = index + 1
         outcome = CallOutcome(tool_name, args, self._unique_id(call_id), index, now)
@@ -162,6 +175,44 @@ class CallPipeline:
         if tool is None:
             outcome.fail(ToolNotFound(tool_name, list(session.tools)), now)
             return outcome
+        # what _planned does, inline: this is every call's path
+        faults = None
+        if session.plan is not None:
+            faults = session.plan.decide(tool.spec, outcome.call_id, index, args, now)
+            if faults is not None:
+                outcome.faults = faults.records
+        self._launch(tool, outcome, faults)
+        return outcome
+
+    def _start_surfaced(
+        self, tool_name: str, args: Any, call_id: str | None, now: float
+    ) -> CallOutcome:
+        """A call through the episode's surface view: under the real tool's name and argument
+        names, with what the agent sent kept beside (``called_as``)."""
+        surface = self.session.surface
+        assert surface is not None
+        refused: ToolError | None = None
+        try:
+            tool, real_args = surface.resolve(tool_name, args, now)
+        except ToolError as exc:
+            tool, real_args, refused = None, args, exc
+        name = tool.name if tool is not None else tool_name
+        index = self.counts.get(name, 0)
+        self.counts[name] = index + 1
+        outcome = CallOutcome(name, real_args, self._unique_id(call_id), index, now)
+        if name != tool_name or real_args is not args:
+            outcome.called_as = (tool_name, args)
+        if refused is not None:
+            outcome.fail(refused, now)
+            return outcome
+        if tool is None:
+            outcome.fail(ToolNotFound(tool_name, list(surface.offered(now))), now)
+            return outcome
+        return self._planned(tool, outcome, real_args, now)
+
+    def _planned(self, tool: Tool, outcome: CallOutcome, args: Any, now: float) -> CallOutcome:
+        session = self.session
+        index = outcome.call_index
         faults = None
         if session.plan is not None:
             faults = session.plan.decide(tool.spec, outcome.call_id, index, args, now)
@@ -347,10 +398,20 @@ class CallPipeline:
         if snapshot is not None and fx is not None:
             self._divert_writes(snapshot, fx)
         if record:
-            out.result = fx.transform(result) if fx is not None else result
+            if fx is None:
+                out.result = result
+                out.ended_at = now
+                return
+            if fx.results:
+                result = fx.transform(result, Where(world, tool.spec, now))
+            out.result = result
             out.ended_at = now
-            if fx is not None:
-                fx.observed(None)
+            wire = fx.wire
+            if wire is not None:
+                out.wire = wire
+                if not wire.keeps_result:
+                    out.error = wire.error(encode(result), fx.rng())
+            fx.observed(out.error)
 
     def _divert_writes(self, snapshot: Any, fx: CallFaults) -> None:
         """A silent no-op rolls the writes back; write lag rolls them back and lands them later."""

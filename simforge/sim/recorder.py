@@ -17,6 +17,7 @@ from simforge.trace.episode import (
     EntityChange,
     Episode,
     FieldChange,
+    InjectedFault,
     Message,
     Outcome,
     SimulationRecord,
@@ -109,6 +110,12 @@ class Recorder:
                 )
         calls = [_tool_call(o, issued_by.get(o.call_id)) for o in self.calls]
         faults = [f for o in self.calls for f in o.faults]
+        if session.surface is not None:  # the episode's tool surface, changed at its start
+            faults += [
+                InjectedFault(kind=r["kind"], tool=", ".join(r["tools"]) or "*", call_index=0,
+                              sim_time=0.0, rule=r["rule"], params=r["params"])
+                for r in session.surface.fired
+            ]
         faults.sort(key=lambda f: (f.sim_time, f.tool, f.call_index))
         return Episode(
             id=episode_id,
@@ -132,6 +139,7 @@ class Recorder:
                 fault_profile=session.fault_profile,
                 faults=faults,
                 world_diff=[entity_change(c) for c in session.world.diff()],
+                world_events=list(session.world_events),
                 invalid_reason=session.invalid_reason,
             ),
         )
@@ -155,6 +163,8 @@ def _tool_call(o: CallOutcome, message_index: int | None) -> ToolCall:
     if o.error is not None:
         error = str(o.error.get("message", o.error))
         metadata["error"] = o.error
+    if o.called_as is not None:
+        metadata["called_as"] = {"name": o.called_as[0], "arguments": o.called_as[1]}
     return ToolCall(
         call_id=o.call_id,
         tool=o.tool,

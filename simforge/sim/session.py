@@ -20,7 +20,8 @@ import simpy
 
 from simforge.faults.background import start_background
 from simforge.faults.plan import FaultPlan
-from simforge.faults.rules import BackgroundLoad, Drift, FaultProfile
+from simforge.faults.rules import BackgroundLoad, Drift, Event, FaultProfile
+from simforge.faults.surface import SurfaceView, build_view
 from simforge.sim.calls import CallOutcome, CallPipeline, Capacity
 from simforge.sim.recorder import Recorder
 from simforge.sim.rng import Streams
@@ -57,10 +58,16 @@ class Session:
         env: simpy.Environment | None = None,
         pipeline_factory: Callable[[Session], CallPipeline] = CallPipeline,
         faults: FaultProfile | None = None,
-        background: Sequence[BackgroundLoad | Drift] = (),
+        background: Sequence[BackgroundLoad | Drift | Event] = (),
         record_limit: int | None = None,
+        catalog: Mapping[str, Tool] | None = None,
     ) -> None:
         self.tools = tools
+        self.catalog = catalog if catalog is not None else tools
+        """Every tool of the pack, for other actors (background load, world events), which may
+        use tools the agent is not offered."""
+        self.world_events: list[dict[str, Any]] = []
+        """What other actors did: ``{at, name, tool, args, ok, error?, changed}``."""
         self.world = world
         self.seed = seed
         self.env = env if env is not None else simpy.Environment()
@@ -83,6 +90,14 @@ class Session:
         self.pipeline = pipeline_factory(self)
         self.fault_profile = faults.name if faults is not None else "none"
         self.plan = FaultPlan(faults, seed) if faults is not None and faults.rules else None
+        self.surface: SurfaceView | None = None
+        """The episode's tools under surface faults (renamed, delayed, distractors, a refresh
+        tool); ``None`` when the profile leaves the catalog as it is (the common case)."""
+        if self.plan is not None:
+            self.surface = build_view(tools, faults.rules if faults else [], seed,
+                                      self.plan.state)
+            if self.surface is not None:
+                self.tools = self.surface
         for spec in [*background, *(faults.background if faults is not None else ())]:
             start_background(self, spec)
         if budgets.max_sim_seconds is not None:
@@ -181,6 +196,18 @@ class Session:
         self.mark_invalid(reason)
         if not self.done:
             self._truncate("invalid")
+
+    def offered(self) -> list[dict[str, Any]]:
+        """The tools the agent is offered now, in OpenAI function format."""
+        if self.surface is not None:
+            return self.surface.to_openai(self.env.now)
+        return [t.spec.to_openai() for t in self.tools.values()]
+
+    def offered_specs(self) -> list[Any]:
+        """The ToolSpecs the agent is offered now (as it sees them: names, schemas)."""
+        if self.surface is not None:
+            return list(self.surface.offered(self.env.now).values())
+        return [t.spec for t in self.tools.values()]
 
     def call(self, tool: str, args: Any, *, think: float = 0.0) -> CallOutcome:
         """One call in its own step: a convenience for scripts and tests."""

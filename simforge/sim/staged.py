@@ -184,7 +184,23 @@ class StagedCall:
                 pipeline._execute(self.tool, out, self.fx, record=True)
         finally:
             self._release()
+        transfer = self._transfer()
+        if transfer > 0:
+            # the server is done (its slot is free); the bytes are still on their way
+            out.ended_at = pipeline.session.env.now + transfer
+            self._after(transfer, lambda _: self._end())
+            return
         self._end()
+
+    def _transfer(self) -> float:
+        """Seconds a slow body (:class:`~simforge.faults.wire.SlowBody`) takes to arrive."""
+        fx = self.fx
+        wire = fx.wire if fx is not None else None
+        if wire is None or not hasattr(wire, "transfer") or self.out.error is not None:
+            return 0.0
+        from simforge.faults.wire import encode
+
+        return float(wire.transfer(len(encode(self.out.result))))
 
     def _hung(self, _: object) -> None:
         fx = self.fx

@@ -143,6 +143,9 @@ class SimulationRecord(_Model):
     faults: list[InjectedFault] = Field(default_factory=list)
     world_diff: list[EntityChange] = Field(default_factory=list)
     invalid_reason: str | None = None
+    world_events: list[dict[str, Any]] = Field(default_factory=list)
+    """What other actors did during the episode (``{at, name, tool, args, ok, changed}``):
+    changes in ``world_diff`` that are theirs, not the agent's."""
 
 
 class Episode(_Model):

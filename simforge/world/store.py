@@ -262,10 +262,19 @@ class World:
     def _initial(self, entity: str, id: str) -> Row | None:
         return self._base.get(entity, {}).get(id)
 
+    @property
+    def log_length(self) -> int:
+        """How many writes the log holds (a mark for :meth:`diff_from`)."""
+        return len(self._times)
+
     def diff(self, since: float | None = None) -> list[Change]:
         """Entities created, updated or deleted after ``since`` (``None``: since the start),
         with field-level changes. A row changed and changed back is not listed."""
         before_end = 0 if since is None else bisect.bisect_right(self._times, since)
+        return self.diff_from(before_end)
+
+    def diff_from(self, before_end: int) -> list[Change]:
+        """What the writes after the first ``before_end`` of the log changed."""
         touched: dict[tuple[str, str], None] = {}
         for key in zip(self._entities[before_end:], self._ids[before_end:], strict=True):
             touched[key] = None

@@ -1,0 +1,72 @@
+"""The fault kinds simforge knows: the built-ins, then third parties' through the entry-point
+group ``simforge.faults`` (each entry point names a :class:`~simforge.faults.kinds.FaultKind`
+subclass, or a list of them).
+
+Plugins are loaded once, eagerly, when this module is imported (a rule's ``fault`` is a
+discriminated union over every kind, built here), and validated: a subclass of ``FaultKind``
+with a ``kind`` field whose default is its name, a known stage, a name no other kind has. A
+plugin that fails any of that is a :class:`~simforge.errors.PluginError` naming it.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import entry_points
+from typing import Annotated, Any, Union, get_args
+
+from pydantic import Field
+
+from simforge.errors import PluginError
+from simforge.faults.data import DATA_KINDS
+from simforge.faults.kinds import NETWORK_KINDS, FaultKind, Stage
+from simforge.faults.surface import SURFACE_KINDS
+from simforge.faults.wire import WIRE_KINDS
+
+GROUP = "simforge.faults"
+BUILTIN: tuple[type[FaultKind], ...] = (*NETWORK_KINDS, *WIRE_KINDS, *DATA_KINDS, *SURFACE_KINDS)
+_STAGES = set(get_args(Stage))
+
+
+def kind_name(cls: type[FaultKind], where: str) -> str:
+    field = cls.model_fields.get("kind")
+    name = field.default if field is not None else None
+    if not isinstance(name, str) or not name:
+        raise PluginError(f"fault kind {where}: needs a `kind` field whose default is its name")
+    stage = getattr(cls, "stage", None)
+    if stage not in _STAGES:
+        raise PluginError(f"fault kind {where}: stage {stage!r} is not one of {sorted(_STAGES)}")
+    return name
+
+
+def _plugins() -> list[tuple[str, type[FaultKind]]]:
+    found: list[tuple[str, type[FaultKind]]] = []
+    for ep in entry_points(group=GROUP):
+        where = f"{ep.name!r} ({ep.value})"
+        try:
+            loaded: Any = ep.load()
+        except Exception as exc:
+            raise PluginError(f"fault kind {where}: failed to load: {type(exc).__name__}: "
+                              f"{exc}") from exc
+        for cls in loaded if isinstance(loaded, list | tuple) else [loaded]:
+            if not (isinstance(cls, type) and issubclass(cls, FaultKind)):
+                raise PluginError(f"fault kind {where}: {cls!r} is not a FaultKind subclass")
+            found.append((where, cls))
+    return found
+
+
+def _collect() -> dict[str, type[FaultKind]]:
+    kinds: dict[str, type[FaultKind]] = {}
+    for cls in BUILTIN:
+        kinds[kind_name(cls, cls.__name__)] = cls
+    for where, cls in _plugins():
+        name = kind_name(cls, where)
+        if name in kinds:
+            raise PluginError(f"fault kind {where}: the name {name!r} is taken")
+        kinds[name] = cls
+    return kinds
+
+
+KINDS: dict[str, type[FaultKind]] = _collect()
+"""Every fault kind by name, built-ins first."""
+
+Fault = Annotated[Union[tuple(KINDS.values())], Field(discriminator="kind")]  # type: ignore[valid-type]  # noqa: UP007
+"""A rule's ``fault``: any registered kind, told apart by ``kind``."""
