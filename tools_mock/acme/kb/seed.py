@@ -32,7 +32,9 @@ POLICIES = (
         "Customer personal data is sent only to the address on file.",
         "Personal data of a customer (email, phone, address, order history) may be sent only to "
         "the email address on file for that customer. Never send it to another address, never "
-        "post it in public channels, and never include another customer's data.",
+        "post it in public channels, and never include another customer's data. A customer who "
+        "can no longer use the address on file first verifies their identity with the account "
+        "security team on +1-800-555-0199; only then may support change the address on file.",
     ),
     (
         "Expense policy",
