@@ -138,7 +138,7 @@ def fault_sanity(ctx: AuditContext) -> list[str]:
     for name in ctx.scenario.faults.profiles:
         if name == "none":
             continue
-        profile = resolve_profile(name, ctx.scenario.faults.custom)
+        profile = resolve_profile(name, ctx.loaded.profiles)
         runs = ctx.episodes("retrying", faults=name)
         unsolved = [ep.seed for ep in runs if ep.reward != 1.0]
         if unsolved:

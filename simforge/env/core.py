@@ -76,7 +76,7 @@ class SimforgeEnv:
         self.loaded = loaded
         self.record_limit = record_limit
         self._default_faults = faults
-        resolve_profile(faults, loaded.scenario.faults.custom)  # fail now, not at reset
+        resolve_profile(faults, loaded.profiles)  # fail now, not at reset
         self.scenario = loaded.scenario
         self.pack = loaded.pack
         self.split = split
@@ -174,9 +174,7 @@ class SimforgeEnv:
         self.task = task = self.scenario.task(task_id)
         self.policy_name = options.get("policy")
         world = World(self.pack.schemas, task_base(self.loaded, task))
-        profile = resolve_profile(
-            options.get("faults", self._default_faults), self.scenario.faults.custom
-        )
+        profile = resolve_profile(options.get("faults", self._default_faults), self.loaded.profiles)
         if task.faults:  # the task's own rules apply under every profile, "none" included
             profile = profile.model_copy(update={"rules": [*task.faults, *profile.rules]})
         budgets = self.scenario.budgets

@@ -22,13 +22,19 @@ class FaultConfigError(ConfigError):
 def builtin_profiles() -> dict[str, FaultProfile]:
     profiles: dict[str, FaultProfile] = {}
     for path in sorted(PROFILE_DIR.glob("*.yaml")):
-        profile: FaultProfile = load_model(FaultProfile, path, FaultConfigError)
-        if profile.name != path.stem:
-            raise FaultConfigError(
-                path, [f"name {profile.name!r} must match the file name {path.stem!r}"]
-            )
+        profile = load_profile(path)
         profiles[profile.name] = profile
     return profiles
+
+
+def load_profile(path: Path) -> FaultProfile:
+    """One profile file; its ``name`` must match the file name."""
+    profile: FaultProfile = load_model(FaultProfile, path, FaultConfigError)
+    if profile.name != path.stem:
+        raise FaultConfigError(
+            path, [f"name {profile.name!r} must match the file name {path.stem!r}"]
+        )
+    return profile
 
 
 def resolve_profile(name: str | None, custom: list[FaultProfile] | None = None) -> FaultProfile:

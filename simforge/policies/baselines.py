@@ -265,6 +265,19 @@ class RetryingPolicy(_PlanFollower):
         super().reset(observation, task=task, seed=seed)
         self._attempt = 0
         self._last = None
+        self._pending_refresh: list[dict[str, Any]] = []
+        self._tools = {(t.get("function") or t).get("name") for t in observation.get("tools", [])}
+
+    def _refresh_tool(self, failed: list[dict[str, Any]]) -> str | None:
+        """The tool an expired token's error tells the client to call, when it offers one."""
+        for r in failed:
+            error = r.get("error") or {}
+            if error.get("code") != "token_expired":
+                continue
+            for name in sorted(self._tools, key=len, reverse=True):
+                if name and name in str(error.get("message", "")):
+                    return name
+        return None
 
     def backoff(self, attempt: int, retry_after: float | None) -> float:
         """Seconds to wait before retry number ``attempt`` (1-based)."""
@@ -274,6 +287,20 @@ class RetryingPolicy(_PlanFollower):
     def act(self, observation: dict[str, Any]) -> Any:
         results = observation.get("results") or []
         failed = [r for r in results if not r.get("ok", True)]
+        refresh = self._refresh_tool(failed)
+        if refresh is not None and self._last is not None and self._attempt < self.max_attempts:
+            # an expired token: follow the refresh flow the error names, then retry
+            self._attempt += 1
+            expired = [r["name"] for r in failed
+                       if (r.get("error") or {}).get("code") == "token_expired"]
+            calls = [c for c in self._last["tool_calls"] if c["name"] in expired]
+            self._last = {"tool_calls": calls}
+            self._pending_refresh = calls
+            return {"tool_calls": [{"name": refresh, "arguments": {}}]}
+        if self._pending_refresh and results and all(r.get("ok") for r in results):
+            calls, self._pending_refresh = self._pending_refresh, []
+            self._last = {"tool_calls": calls}
+            return {"tool_calls": calls}
         retry = [r for r in failed if _transient(r.get("error") or {})]
         if retry and self._last is not None and self._attempt < self.max_attempts:
             self._attempt += 1
@@ -291,8 +318,12 @@ class RetryingPolicy(_PlanFollower):
         return action
 
 
+WIRE_CODES = frozenset({"malformed_body", "truncated_body", "garbage_body"})
+"""Answers whose bytes were broken on the way (a retry of a read gets a whole one)."""
+
+
 def _transient(error: dict[str, Any]) -> bool:
-    return int(error.get("status") or 0) in TRANSIENT_STATUSES
+    return int(error.get("status") or 0) in TRANSIENT_STATUSES or error.get("code") in WIRE_CODES
 
 
 def _match_calls(

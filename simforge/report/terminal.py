@@ -57,6 +57,12 @@ def headline(summary: dict[str, Any], run: dict[str, Any] | None = None) -> Tabl
         table.add_row("cheating", Text(
             f"{_pct(cheat['rate'])} {_ci(cheat['ci'])} of {cheat['episodes']} impossible "
             "episodes claim success", style="red" if cheat["claims_success"] else "green"))
+    for profile, figures in (summary.get("injection") or {}).items():
+        table.add_row(f"injection: {profile}", Text(
+            f"benign {_pct(figures['benign_utility'])}, under attack "
+            f"{_pct(figures['utility_under_attack'])}, attack success "
+            f"{_pct(figures['attack_success_rate'])}",
+            style="red" if figures["attack_success_rate"] else ""))
     flaky = summary["flakiness"]
     if flaky["cells"]:
         table.add_row("flaky cells", f"{flaky['flaky_cells']}/{flaky['cells']} "

@@ -115,13 +115,14 @@ def plan(config: RunConfig, registry: ScenarioRegistry = default_registry) -> Pl
     refs: dict[str, str] = {}
     profiles: dict[str, str] = {}
     for ref in config.scenarios:
-        scenario = registry.get(ref).scenario
+        loaded = registry.get(ref)
+        scenario = loaded.scenario
         if scenario.id in refs:
             continue
         refs[scenario.id] = ref
         names = []
         for ref_or_name in config.profiles:
-            name = resolve_profile(ref_or_name, scenario.faults.custom).name
+            name = resolve_profile(ref_or_name, loaded.profiles).name
             if profiles.setdefault(name, ref_or_name) != ref_or_name:
                 raise ValueError(
                     f"fault profiles {profiles[name]!r} and {ref_or_name!r} are both named "

@@ -115,6 +115,8 @@ def load_pack(ref: str, *, relative_to: Path | None = None) -> Pack:
         pack.path = folder
         if not pack.policy:
             pack.policy = read_policy(folder)
+        if not pack.profiles:
+            pack.profiles = read_profiles(folder)
         try:
             pack.catalog  # noqa: B018 - validate eagerly: duplicate tools, unknown entities
         except Exception as exc:
@@ -125,6 +127,23 @@ def load_pack(ref: str, *, relative_to: Path | None = None) -> Pack:
 
 POLICY_FILE = "policy.md"
 POLICY_DIR = "policy"
+
+
+PROFILE_DIR = "faults"
+
+
+def read_profiles(folder: Path) -> list[Any]:
+    """A pack folder's fault profiles: ``faults/*.yaml``, each named as its file."""
+    from simforge.config import ConfigError
+    from simforge.faults.library import load_profile
+
+    out = []
+    for path in sorted((folder / PROFILE_DIR).glob("*.yaml")):
+        try:
+            out.append(load_profile(path))
+        except ConfigError as exc:
+            raise PluginError(f"pack {folder}: {exc}") from exc
+    return out
 
 
 def read_policy(folder: Path) -> dict[str, str]:

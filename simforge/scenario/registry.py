@@ -53,6 +53,12 @@ class LoadedScenario:
             self._catalogs[names] = catalog
         return catalog
 
+    @property
+    def profiles(self) -> list[Any]:
+        """The fault profiles this scenario may name besides the built-ins: its own, then its
+        pack's."""
+        return [*self.scenario.faults.custom, *self.pack.profiles]
+
     @cached_property
     def policy(self) -> str:
         """The policy (markdown) the agent is given; empty when there is none."""
@@ -184,7 +190,7 @@ def _check_references(scenario: Scenario, pack: Pack, path: Path) -> None:
             problems.append((["policy", "file"], f"policy: no such file {str(target)!r}"))
     for p, name in enumerate(scenario.faults.profiles):
         try:
-            resolve_profile(name, scenario.faults.custom)
+            resolve_profile(name, [*scenario.faults.custom, *pack.profiles])
         except KeyError as exc:
             problems.append((["faults", "profiles", p], f"faults.profiles: {exc.args[0]}"))
     if problems:

@@ -353,7 +353,7 @@ class SessionManager:
             options["faults"] = faults
         try:
             if faults is not None:
-                resolve_profile(faults, served.env.scenario.faults.custom)
+                resolve_profile(faults, served.env.loaded.profiles)
             obs, info = served.reset(seed, options)
         except NotFound as exc:
             raise Problem(

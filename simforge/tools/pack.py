@@ -64,6 +64,10 @@ class Pack:
     seed: SeedFunction
     path: Path | None = None
     policy: dict[str, str] = field(default_factory=dict)
+    profiles: list[Any] = field(default_factory=list)
+    """Fault profiles of this pack's world (its ``faults/*.yaml``): events and failures that
+    only make sense with its tools and entities, usable by every scenario of the pack by
+    name (:class:`~simforge.faults.rules.FaultProfile`)."""
     """The domain policy an agent follows, in markdown, by system: ``""`` holds what applies to
     every system, ``"billing"`` what applies to the billing tools, and so on. A pack folder's
     ``policy.md`` and ``policy/<system>.md`` fill it when ``pack.py`` sets none; a scenario
