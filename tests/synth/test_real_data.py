@@ -125,3 +125,34 @@ def test_airline_holdout_write_fidelity_target(airline):
 )
 def test_airline_holdout_error_fidelity_target(airline):
     assert airline[1]["errors"]["rate"] >= 0.50
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("domain", ["retail", "airline"])
+def test_no_adversary_earns_more_than_the_floor_on_a_kept_synthesized_task(domain, request,
+                                                                           tmp_path):
+    """The audit screens synthesized tasks with the adversary suite too; of what it keeps
+    (``--write-kept``), no adversary earns above the no-op, replayed here through the env API
+    on the file a trainer would use."""
+    import simforge
+    from simforge.audit.context import AuditConfig
+    from simforge.audit.kept import write_kept_scenarios
+    from simforge.audit.runner import audit
+    from simforge.policies.adversaries import ADVERSARIES
+    from simforge.policies.scripted import NoopPolicy
+    from simforge.runs.episode import run_episode
+    from simforge.scenario.registry import ScenarioRegistry
+
+    folder, _ = request.getfixturevalue(domain)
+    loaded = ScenarioRegistry.load_path(folder / "scenario.yaml")
+    report = audit([loaded], AuditConfig(seeds=1, fault_seeds=2),
+                   checks=["solvable", "adversaries"])
+    kept_file = tmp_path / "kept.yaml"
+    (path, kept, total), = write_kept_scenarios(report, [loaded], kept_file)
+    assert 0 < kept <= total
+    env = simforge.make(str(kept_file))
+    for task in env.tasks:
+        floor = run_episode(env, NoopPolicy(), seed=0, task=task).reward or 0.0
+        for name, make_adversary in ADVERSARIES.items():
+            reward = run_episode(env, make_adversary(), seed=0, task=task).reward or 0.0
+            assert reward <= floor + 1e-9, (task, name, reward)
