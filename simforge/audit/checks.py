@@ -111,7 +111,7 @@ def leak_free(ctx: AuditContext) -> list[str]:
                 )
     for surface, text in ctx.agent_surfaces().items():
         for value in values:
-            if value in text and value not in instruction:
+            if _holds(text, value) and not _holds(instruction, value):
                 out.append(f"{surface} holds expected value {value!r}")
     for ep in ctx.standard_episodes():
         for call, error in ep.errors:
@@ -259,6 +259,11 @@ def adversaries(ctx: AuditContext) -> list[str]:
             )
     ctx.details["adversaries"] = {"floor": bar, "rewards": rewards}
     return out
+
+
+def _holds(text: str, value: str) -> bool:
+    """``value`` appears in ``text`` as a whole token (``10000`` is not in ``1000000``)."""
+    return re.search(rf"(?<![\w.]){re.escape(value)}(?![\w])", text) is not None
 
 
 _ID = re.compile(r"^[A-Z][A-Z0-9]{0,5}-\d{2,}$")

@@ -189,14 +189,16 @@ class AuditContext:
         return self.loaded.pack.catalog.to_openai()
 
     def agent_surfaces(self) -> dict[str, str]:
-        """Every agent-facing text of the scenario besides observations and tool results: the
-        policy, and what ``simforge serve`` answers anyone on ``/openapi.json``, ``/metadata``,
-        ``/schema`` and MCP's ``tools/list`` (built once per scenario)."""
+        """Every agent-facing text of the scenario besides observations, tool results and the
+        policy: what ``simforge serve`` answers anyone on ``/openapi.json``, ``/metadata``,
+        ``/schema`` and MCP's ``tools/list`` (built once per scenario). The policy is left out
+        on purpose: it states the rules answers follow (a credit of 20.00 for a late
+        delivery), which is what an agent is meant to learn from it."""
         key = id(self.loaded)
         cached = _SURFACES.get(key)
         if cached is None or cached[0] is not self.loaded:
             cached = _SURFACES[key] = (self.loaded, _served_surfaces(self.loaded))
-        return {"the policy": self.loaded.policy, **cached[1]}
+        return dict(cached[1])
 
     def canary(self) -> str:
         digest = hashlib.sha1(f"{self.scenario.id}/{self.task.id}".encode()).hexdigest()[:10]

@@ -39,7 +39,7 @@ class Group(Base, table=True):
     """An access group in a connected application. Privileged groups need an approved
     AccessRequest before anyone is added."""
 
-    id: str = Field(primary_key=True, description="Group id, e.g. G-001.")
+    id: str = Field(primary_key=True, description="Group id (G- and three digits).")
     name: str
     application: str
     description: str = ""

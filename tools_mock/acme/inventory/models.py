@@ -19,7 +19,7 @@ from ..base import Base
 class Warehouse(Base, table=True):
     """A fulfilment centre."""
 
-    id: str = Field(primary_key=True, description="Warehouse id, e.g. WH-01.")
+    id: str = Field(primary_key=True, description="Warehouse id (WH- and two digits).")
     name: str
     city: str
     status: str = Field("active", description="active | maintenance")
