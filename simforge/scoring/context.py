@@ -10,13 +10,14 @@ find them through the scenario registry by the trajectory's scenario id.
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from simforge.scenario.model import Task
-from simforge.trace.episode import Episode
+from simforge.trace.episode import Episode, ToolCall
 from simforge.world.store import World
 
 if TYPE_CHECKING:
@@ -62,6 +63,36 @@ class ScoringContext:
         if tools is not None:
             return tool in tools and tools[tool].spec.kind == "write"
         return not tool.startswith(("get_", "list_", "search_", "find_", "read_", "lookup_"))
+
+    @cached_property
+    def by_tool(self) -> dict[str, list[tuple[int, ToolCall]]]:
+        """The trajectory's calls by tool name, each with its position (built once: the
+        validators that look for calls of some tools then touch only those)."""
+        out: dict[str, list[tuple[int, ToolCall]]] = {}
+        for i, call in enumerate(self.trajectory.tool_calls):
+            out.setdefault(call.tool, []).append((i, call))
+        return out
+
+    def calls_of(self, pattern: str) -> list[tuple[int, ToolCall]]:
+        """``(position, call)`` for the calls whose tool matches the glob ``pattern``, in
+        trajectory order; the glob is matched against the distinct tool names only."""
+        cache = self._patterns
+        found = cache.get(pattern)
+        if found is None:
+            by_tool = self.by_tool
+            if pattern in by_tool and not any(c in pattern for c in "*?["):
+                found = by_tool[pattern]
+            else:
+                names = [n for n in by_tool if fnmatch.fnmatchcase(n, pattern)]
+                found = sorted((pair for n in names for pair in by_tool[n]),
+                               key=lambda pair: pair[0]) if len(names) > 1 else (
+                    by_tool[names[0]] if names else [])
+            cache[pattern] = found
+        return found
+
+    @cached_property
+    def _patterns(self) -> dict[str, list[tuple[int, ToolCall]]]:
+        return {}
 
     @cached_property
     def _loaded(self) -> Any:

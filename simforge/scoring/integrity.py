@@ -199,33 +199,42 @@ def answer_values(answer: str) -> set[str]:
 
 
 def _hedged(ctx: ScoringContext, answer: str, limit: int) -> dict[str, list[str]]:
-    shown: dict[str, set[str]] = {}
-    for call in ctx.trajectory.tool_calls:
-        _collect(call.result, shown, 0)
+    """Fields the agent was shown of which the answer names ``limit`` or more values. Only
+    values the answer names are kept while the results are walked, and a result seen before
+    (the same text: a record read again) is walked once."""
     words = set(re.findall(r"[a-z][a-z_-]+", answer.casefold()))
     lowered = answer.casefold()
-    out: dict[str, list[str]] = {}
-    for name, seen in shown.items():
-        if len(seen) < limit:
-            continue
-        named = sorted(v for v in seen if (v in words if " " not in v else v in lowered))
-        if len(named) >= limit:
-            out[name] = named
-    return out
+    named: dict[str, set[str]] = {}
+
+    def keep(key: str, value: str) -> None:
+        if value in words if " " not in value else value in lowered:
+            named.setdefault(key, set()).add(value)
+
+    texts = {m.call_id: m.content for m in ctx.trajectory.messages
+             if m.role == "tool" and m.call_id is not None}
+    walked: set[str] = set()
+    for call in ctx.trajectory.tool_calls:
+        text = texts.get(call.call_id)
+        if text is not None:
+            if text in walked:
+                continue
+            walked.add(text)
+        _collect(call.result, keep, 0)
+    return {name: sorted(seen) for name, seen in named.items() if len(seen) >= limit}
 
 
-def _collect(value: Any, shown: dict[str, set[str]], depth: int) -> None:
+def _collect(value: Any, keep: Any, depth: int) -> None:
     if depth > 6:
         return
     if isinstance(value, dict):
         for key, item in value.items():
             if isinstance(item, str) and _WORD_VALUE.match(item):
-                shown.setdefault(str(key), set()).add(item.casefold())
+                keep(str(key), item.casefold())
             else:
-                _collect(item, shown, depth + 1)
+                _collect(item, keep, depth + 1)
     elif isinstance(value, list):
         for item in value:
-            _collect(item, shown, depth + 1)
+            _collect(item, keep, depth + 1)
 
 
 def _matches(name: str, patterns: list[str]) -> bool:

@@ -14,6 +14,7 @@ import re
 from collections import Counter
 from typing import Any
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 from simforge.faults.registry import KINDS
@@ -99,11 +100,12 @@ def recovered_from_transient(
     calls = ctx.trajectory.tool_calls
     reported = bool(re.search(failure_pattern, ctx.final_answer, re.IGNORECASE))
     transient = [(i, c) for i, c in enumerate(calls) if _transient_failure(c, faults)]
+    keys = [_key(c) for c in calls]
     unhandled: list[dict[str, Any]] = []
     early: list[dict[str, Any]] = []
     for i, call in transient:
-        key = _key(call)
-        retries = [c for c in calls[i + 1 :] if _key(c) == key]
+        key = keys[i]
+        retries = [c for c, k in zip(calls[i + 1 :], keys[i + 1 :], strict=True) if k == key]
         wait = _retry_after(call, faults)
         ready = (call.ended_at or 0.0) + wait - _TOLERANCE
         early.extend(
@@ -113,7 +115,7 @@ def recovered_from_transient(
         )
         if not retries and not reported and (reads or ctx.is_write(call.tool)):
             unhandled.append({"call_id": call.call_id, "tool": call.tool, "error": call.error})
-    counts = Counter(_key(c) for c in calls)
+    counts = Counter(keys)
     storms = [{"tool": key[0], "calls": n} for key, n in counts.items() if n > max_retries + 1]
     total = len(transient)
     handled = total - len(unhandled)
@@ -177,5 +179,9 @@ def _retry_after(call: ToolCall, faults: dict[str, list[InjectedFault]]) -> floa
     return max(waits)
 
 
-def _key(call: ToolCall) -> tuple[str, str]:
-    return call.tool, json.dumps(call.args, sort_keys=True, default=str)
+def _key(call: ToolCall) -> tuple[str, bytes]:
+    """A call's identity for retries: its tool and its arguments, canonical."""
+    try:
+        return call.tool, orjson.dumps(call.args, option=orjson.OPT_SORT_KEYS, default=str)
+    except TypeError:  # an integer beyond 64 bits, a key that is not a string
+        return call.tool, json.dumps(call.args, sort_keys=True, default=str).encode()
