@@ -103,4 +103,7 @@ def test_discovery_endpoints(live_server):
         assert c.get("/metadata").json()["name"] == "mini/upgrade-v1"
         schema = c.get("/schema").json()
         assert set(schema) == {"action", "observation", "state"}
-        assert "tool_calls" in schema["action"]["properties"]
+        own, list_tools, call_tool = schema["action"]["anyOf"]
+        assert "tool_calls" in own["properties"]
+        assert list_tools["properties"]["type"] == {"const": "list_tools"}
+        assert call_tool["required"] == ["type", "tool_name"]
