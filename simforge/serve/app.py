@@ -38,7 +38,7 @@ from simforge.tools.pack import Pack
 
 from .agent_plane import agent_router
 from .control_plane import control_router
-from .jsonrpc import JsonRpc
+from .jsonrpc import JsonRpc, mcp_operation
 from .openenv import openenv_router
 from .problems import install_handlers
 from .sessions import Limits, SessionManager, sandbox_scenario
@@ -156,6 +156,8 @@ def _document_tools(app: FastAPI, manager: SessionManager) -> None:
                 routes=app.routes,
             )
             paths, components = tool_operations(catalog)
+            paths["/mcp"] = mcp_operation("/mcp")
+            paths["/s/{session_id}/mcp"] = mcp_operation("/s/{session_id}/mcp")
             schema["paths"] = {**paths, **schema.get("paths", {})}
             schema.setdefault("components", {}).setdefault("schemas", {}).update(components)
             schema["components"]["securitySchemes"] = {
@@ -168,7 +170,11 @@ def _document_tools(app: FastAPI, manager: SessionManager) -> None:
             schema["tags"] = [
                 {"name": system, "description": f"Tools of the {system} system."}
                 for system in sorted({t.spec.system or "tools" for t in catalog.values()})
-            ] + [{"name": "control plane", "description": "Sessions; needs the token."}]
+            ] + [
+                {"name": "control plane", "description": "Sessions; needs the token."},
+                {"name": "mcp", "description": "MCP and OpenEnv's JSON-RPC."},
+                {"name": "openenv", "description": "OpenEnv: discovery, simulation mode."},
+            ]
             app.openapi_schema = schema
         return app.openapi_schema
 

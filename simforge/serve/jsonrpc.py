@@ -488,6 +488,59 @@ class JsonRpc:
         raise RpcError(METHOD_NOT_FOUND, "Method not found", method)
 
 
+JSON_RPC_REQUEST_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "One JSON-RPC 2.0 request (or notification).",
+    "properties": {
+        "jsonrpc": {"const": "2.0"},
+        "id": {"type": ["string", "integer"]},
+        "method": {
+            "type": "string",
+            "examples": ["initialize", "tools/list", "tools/call", "server/discover",
+                         "openenv/session/create", "openenv/session/close"],
+        },
+        "params": {"type": "object"},
+    },
+    "required": ["jsonrpc", "method"],
+}
+
+
+def mcp_operation(path: str) -> dict[str, Any]:
+    """``POST /mcp``'s OpenAPI operation (answered outside FastAPI, documented beside it)."""
+    answer = {"application/json": {"schema": {"type": "object", "description":
+                                              "A JSON-RPC 2.0 response."}}}
+    operation: dict[str, Any] = {
+        "operationId": "mcp" if path == "/mcp" else "session_mcp",
+        "summary": "MCP (streamable HTTP) and OpenEnv's JSON-RPC",
+        "description": (
+            "tools/list and tools/call for a session (the path, `X-Simforge-Session`, "
+            "OpenEnv's `params.session_id`, else the default sandbox), with its tool token; "
+            "initialize, ping and notifications (handshake era), server/discover "
+            "(2026-07-28); openenv/session/create and close with the server's token. "
+            "See docs/serving.md."
+        ),
+        "tags": ["mcp"],
+        "requestBody": {"required": True, "content": {
+            "application/json": {"schema": JSON_RPC_REQUEST_SCHEMA}}},
+        "responses": {
+            "200": {"description": "A JSON-RPC response (a result or an error).",
+                    "content": answer},
+            "202": {"description": "A notification, accepted."},
+            "400": {"description": "Not one JSON-RPC request (streamable-HTTP clients).",
+                    "content": answer},
+            "401": {"description": "The session's tool token (or the server's) is missing.",
+                    "content": answer},
+            "404": {"description": "An unknown session (streamable-HTTP clients).",
+                    "content": answer},
+        },
+    }
+    if path != "/mcp":
+        operation["parameters"] = [
+            {"name": "session_id", "in": "path", "required": True, "schema": {"type": "string"}}
+        ]
+    return {"post": operation}
+
+
 def _request_id(message: dict[str, Any]) -> str | int | None:
     """The request's id when it is one JSON-RPC allows MCP to use (a string or an integer)."""
     rid = message.get("id")
