@@ -17,9 +17,11 @@ a check of the envelope's few fields, the session's lookup, the call, one dict s
   (stateless: nothing is kept), notifications (``202``), ``ping``, ``tools/list``,
   ``tools/call``.
 - 2026-07-28 (any other ``MCP-Protocol-Version``): ``server/discover``, ``tools/list``,
-  ``tools/call``; the per-request envelope and the routing headers are checked by the SDK's own
-  classifier (``classify_inbound_request``), ``Mcp-Param`` headers against the tool's schema
-  when it declares any.
+  ``tools/call``; the per-request envelope and the routing headers are checked as the SDK's
+  classifier (``classify_inbound_request``) checks them: a request every rung passes is let
+  through by a few dict lookups (:func:`_routes`), any other goes to the classifier itself for
+  its verdict and its words; ``Mcp-Param`` headers are checked against the tool's schema when
+  it declares any.
 - OpenEnv's extensions (``openenv/session/create``, ``openenv/session/close``: they create and
   delete sessions, so they take the server's token) and its ``session_id`` param on
   ``tools/list`` and ``tools/call``.
@@ -51,6 +53,7 @@ import mcp_types as types
 import orjson
 from mcp.shared.inbound import (
     ERROR_CODE_HTTP_STATUS,
+    NAME_BEARING_METHODS,
     InboundLadderRejection,
     classify_inbound_request,
     find_duplicated_routing_header,
@@ -58,7 +61,11 @@ from mcp.shared.inbound import (
     validate_mcp_param_headers,
 )
 from mcp_types import methods
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
+from mcp_types.version import (
+    HANDSHAKE_PROTOCOL_VERSIONS,
+    LATEST_HANDSHAKE_VERSION,
+    MODERN_PROTOCOL_VERSIONS,
+)
 
 from .control_plane import token_matches
 from .mcp_server import (
@@ -85,6 +92,8 @@ SERVER_ERROR = -32000
 """JSON-RPC's generic server error (OpenEnv's code for a server at capacity)."""
 UNAUTHORIZED = -32001
 """Ours: the request lacks the credential it needs (HTTP 401 beside it)."""
+VERSION_KEY = types.PROTOCOL_VERSION_META_KEY
+CAPABILITIES_KEY = types.CLIENT_CAPABILITIES_META_KEY
 DEFAULT_VERSION = types.DEFAULT_NEGOTIATED_VERSION
 """The protocol version of a request without ``MCP-Protocol-Version`` (the SDK's default)."""
 
@@ -254,7 +263,9 @@ class JsonRpc:
                     return self._status(error, rpc), _frame(None, error), ()
             if "method" in message or (rpc.strict and ("result" in message or "error" in message)):
                 return 202, b"", ()  # a notification, or a client's response: nothing to answer
-        if rpc.routing is not None and type(message) is dict:
+        if rpc.routing is not None and rpc.headers is not None and len(rpc.headers) < len(
+            rpc.routing
+        ) and type(message) is dict:  # an mcp-* header came twice: is it a routing one?
             duplicated = find_duplicated_routing_header(rpc.routing)
             if duplicated is not None and _request_id(message) is not None:
                 error = RpcError(types.HEADER_MISMATCH, f"{duplicated} header appears more "
@@ -320,7 +331,7 @@ class JsonRpc:
             params = {}
         elif type(params) is not dict:
             raise RpcError(INVALID_PARAMS, "Invalid params: params must be an object")
-        if rpc.modern:
+        if rpc.modern and not _routes(message, method, params, rpc.headers):
             verdict = classify_inbound_request(message, headers=rpc.headers)
             if isinstance(verdict, InboundLadderRejection):
                 raise _rejection(verdict)
@@ -539,6 +550,30 @@ def mcp_operation(path: str) -> dict[str, Any]:
             {"name": "session_id", "in": "path", "required": True, "schema": {"type": "string"}}
         ]
     return {"post": operation}
+
+
+def _routes(
+    message: dict[str, Any], method: str, params: dict[str, Any], headers: dict[str, str] | None
+) -> bool:
+    """The 2026-07-28 ladder's verdict on the common request, taken in a few dict lookups: true
+    only when every rung of ``classify_inbound_request`` passes (the envelope pair in
+    ``params._meta``, the routing headers equal to the body, a version served). Anything else
+    goes to the SDK's classifier, which says what is wrong in its own words."""
+    meta = params.get("_meta")
+    if headers is None or type(meta) is not dict or CAPABILITIES_KEY not in meta:
+        return False
+    version = meta.get(VERSION_KEY)
+    if (
+        version not in MODERN_PROTOCOL_VERSIONS
+        or headers.get("mcp-protocol-version") != version
+        or headers.get("mcp-method") != method
+    ):
+        return False
+    name_key = NAME_BEARING_METHODS.get(method)
+    if name_key is None:
+        return True
+    value = params.get(name_key)
+    return value is None or headers.get("mcp-name") == value
 
 
 def _request_id(message: dict[str, Any]) -> str | int | None:

@@ -83,6 +83,7 @@ SAME = [
     modern("initialize", {"protocolVersion": "2025-06-18", **INIT}),
     modern("resources/list"),
     modern("tools/call", CALL_OK, mcp_name="other"),
+    modern("tools/call", CALL_OK, mcp_name="=?base64?Z2V0X2N1c3RvbWVy?="),  # get_customer
     modern("tools/list", mcp_method="tools/call"),
     ({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}, {"mcp-protocol-version": MODERN,
                                                             "mcp-method": "tools/list"}),
@@ -130,6 +131,18 @@ async def test_answers_what_the_sdk_server_answers(pair: tuple[Any, Any]) -> Non
         sdk = await theirs.post("/mcp", json=body, headers={**ACCEPT, **headers})
         assert _answer(mine, ours.sid) == _answer(sdk, theirs.sid), (body, headers)
         assert mine.headers["content-type"] == "application/json"
+
+
+async def test_a_repeated_routing_header_is_refused_as_the_sdk_refuses_it(
+    pair: tuple[Any, Any],
+) -> None:
+    ours, theirs = pair
+    body, headers = modern("tools/call", CALL_OK)
+    twice = [*ACCEPT.items(), *headers.items(), ("mcp-method", "tools/call")]
+    mine = await ours.post(f"/s/{ours.sid}/mcp", json=body, headers=twice)
+    sdk = await theirs.post("/mcp", json=body, headers=twice)
+    assert _answer(mine, ours.sid) == _answer(sdk, theirs.sid)
+    assert mine.status_code == 400 and mine.json()["error"]["code"] == -32020
 
 
 @pytest.mark.parametrize("version", KNOWN_PROTOCOL_VERSIONS)
