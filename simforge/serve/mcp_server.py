@@ -96,6 +96,7 @@ class McpCatalog:
         """Input schemas that carry ``x-mcp-header`` annotations (2026-07-28's ``Mcp-Param``
         headers are checked against them); none in simforge's own packs."""
         self._listed: dict[str, dict[str, Any]] = {}
+        self._openenv: list[dict[str, Any]] | None = None
 
     def sdk_tools(self) -> list[types.Tool]:
         """The listing as the SDK's ``Tool`` models."""
@@ -136,11 +137,14 @@ class McpCatalog:
         return result
 
     def openenv_tools(self) -> list[dict[str, Any]]:
-        """The listing as OpenEnv's ``ListToolsObservation`` carries it."""
-        return [
-            {"name": t.name, "description": t.description or "", "input_schema": t.input_schema}
-            for t in self.sdk_tools()
-        ]
+        """The listing as OpenEnv's ``ListToolsObservation`` carries it (built once)."""
+        if self._openenv is None:
+            self._openenv = [
+                {"name": t.name, "description": t.description or "",
+                 "input_schema": t.input_schema}
+                for t in self.sdk_tools()
+            ]
+        return self._openenv
 
 
 _CATALOGS: dict[int, tuple[Mapping[str, Tool], McpCatalog]] = {}
