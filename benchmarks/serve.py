@@ -12,6 +12,19 @@ CPU 0 after a 3 s warm-up, loopback only. simforge serves ``acme/refund-damaged-
 Also: memory per idle session (in process: tracemalloc and RSS over 2,000 sessions) and 500
 concurrent sessions x 20 calls against the pinned server (errors, cross-session leaks).
 Prints a markdown table and writes the figures as JSON (``--out``, default in the temp dir).
+
+**MCP beside REST** (``--only mcp``, part of everything): one server, pinned as above, answers
+the REST tool plane, MCP ``tools/call`` at ``/mcp`` (the hand-written handler, on the
+handshake-era wire and on 2026-07-28's) and, at ``/mcp-sdk``, the official SDK's stateless
+streamable-HTTP manager over the same sessions (``sdk_manager``: how ``/mcp`` was served
+before). The same read (``get_customer``) and write (``apply_account_credit``) go through
+each, every request is checked once before it is measured (:func:`probe`), ``wrk`` runs
+interleaved in ``--rounds`` rounds (order reversed every other round), and each figure is
+the median over rounds with its min-max; the ratio to REST is taken per round. Then in process
+(no sockets, gc off, CPU 1): microseconds per request on each path, the SDK's manager around a
+handler that calls nothing (its framing alone), and the pieces of a request timed one by one.
+
+    .venv/bin/python benchmarks/serve.py --only mcp --rounds 5 --duration 5
 """
 
 from __future__ import annotations
@@ -39,10 +52,13 @@ TOKEN = "bench-token"
 SERVER_CPU, CLIENT_CPU = "1", "0"
 
 READ = ("/tools/get_customer", {"customer_id": "C-9001"})
-WRITE = (
-    "/tools/create_ticket",
-    {"customer_id": "C-9001", "subject": "Printer on fire", "description": "It is on fire."},
+WRITE = (  # an update and a new ledger row; the same body succeeds every time
+    "/tools/apply_account_credit",
+    {"customer_id": "C-9001", "amount": 5.0, "reason": "Printer on fire"},
 )
+"""Writes were ``create_ticket`` until the scenario stopped offering the support tools (then
+every write was a 404, unnoticed: :func:`probe` now checks each request before it is
+measured)."""
 PEER_GET = "/tools/get_customer?id=42"
 PEER_POST = (
     "/tools/create_ticket",
@@ -121,6 +137,22 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
+def probe(url: str, script: Path | None) -> None:
+    """One request as wrk will send it: it must succeed (a 2xx, and for MCP a result that is not
+    an error), or the benchmark would measure error answers."""
+    if script is None:
+        return
+    text = script.read_text()
+    headers = dict(re.findall(r'wrk\.headers\["([^"]+)"\] = "([^"]*)"', text))
+    body = re.search(r"wrk\.body = '(.*)'", text)
+    assert body is not None
+    r = httpx.post(url, content=body.group(1).replace("\\'", "'"), headers=headers, timeout=30)
+    ok = r.is_success and not (r.headers.get("content-type", "").startswith("application/json")
+                               and '"isError":true' in r.text.replace(" ", ""))
+    if not ok:
+        raise RuntimeError(f"{url}: the benchmarked request fails: {r.status_code} {r.text[:300]}")
+
+
 def bench(
     name: str,
     cmd: list[str],
@@ -137,6 +169,8 @@ def bench(
     try:
         for label, path, script in endpoints:
             url = f"http://127.0.0.1:{port}{path}"
+            if name == "simforge serve":
+                probe(url, script)
             wrk(url, script, args.warmup, latency=False)
             record[label] = wrk(url, script, args.duration)
         record["rss_mb"] = round(rss_mb(proc.pid), 1)
@@ -159,6 +193,259 @@ def simforge_cmd(port: int) -> list[str]:
         "--token",
         TOKEN,
     ]
+
+
+# -- MCP beside REST ------------------------------------------------------------------------
+
+MODERN = "2026-07-28"
+ENVELOPE = {
+    "io.modelcontextprotocol/protocolVersion": MODERN,
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+ACCEPT = {"Accept": "application/json, text/event-stream"}
+
+
+def mcp_request(tool: str, arguments: dict[str, object], era: str) -> tuple[dict, dict]:
+    """``(body, headers)`` of a ``tools/call`` as the official client sends it in ``era``
+    (``legacy``: after the initialize handshake; ``modern``: the 2026-07-28 envelope)."""
+    params: dict[str, object] = {"name": tool, "arguments": arguments}
+    if era == "legacy":
+        headers = {**ACCEPT, "Mcp-Protocol-Version": "2025-11-25"}
+    else:
+        params["_meta"] = ENVELOPE
+        headers = {**ACCEPT, "Mcp-Protocol-Version": MODERN, "Mcp-Method": "tools/call",
+                   "Mcp-Name": tool}
+    return {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}, headers
+
+
+def lua_request(body: dict[str, object], headers: dict[str, str], folder: Path, name: str) -> Path:
+    path = folder / f"{name}.lua"
+    payload = json.dumps(body, separators=(",", ":")).replace("'", "\\'")
+    lines = ['wrk.method = "POST"', 'wrk.headers["Content-Type"] = "application/json"']
+    lines += [f'wrk.headers["{k}"] = "{v}"' for k, v in headers.items()]
+    path.write_text("\n".join([*lines, f"wrk.body = '{payload}'", ""]))
+    return path
+
+
+SIDE_BY_SIDE_SERVER = """
+import contextlib, sys, uvicorn
+from simforge.serve.app import create_app
+from simforge.serve.cli import tune_gc
+from simforge.serve.mcp_server import SESSION_SCOPE_KEY, sdk_manager
+
+app = create_app(sys.argv[1], time_scale=0, token=sys.argv[2])
+sdk = sdk_manager(app.state.manager)
+inner = app.router.lifespan_context
+
+
+@contextlib.asynccontextmanager
+async def lifespan(a):
+    async with inner(a), sdk.run():
+        yield
+
+
+app.router.lifespan_context = lifespan
+
+
+async def both(scope, receive, send):
+    if scope["type"] == "http" and scope["path"] == "/mcp-sdk":
+        await sdk.handle_request({**scope, SESSION_SCOPE_KEY: None}, receive, send)
+    else:
+        await app(scope, receive, send)
+
+
+tune_gc()
+uvicorn.run(both, host="127.0.0.1", port=int(sys.argv[3]), log_level="warning",
+            access_log=False)
+"""
+
+
+def mcp_paths(folder: Path) -> list[tuple[str, str, Path]]:
+    """``(label, path, wrk script)``: REST, ours (both eras) and the SDK's, read and write."""
+    out = []
+    for kind, (path, args) in (("read", READ), ("write", WRITE)):
+        tool = path.rsplit("/", 1)[1]
+        out.append((f"REST {kind}", path, lua(args, folder, f"rest_{kind}")))
+        for era in ("legacy", "modern"):
+            body, headers = mcp_request(tool, args, era)
+            script = lua_request(body, headers, folder, f"mcp_{era}_{kind}")
+            out.append((f"MCP {era} {kind}", "/mcp", script))
+            out.append((f"SDK {era} {kind}", "/mcp-sdk", script))
+    return out
+
+
+def mcp_side_by_side(args: argparse.Namespace, folder: Path, port: int = 18195) -> dict:
+    proc = start([str(PY), "-c", SIDE_BY_SIDE_SERVER, SCENARIO, TOKEN, str(port)], port,
+                 cwd=ROOT)
+    paths = mcp_paths(folder)
+    rounds: list[dict[str, dict[str, float | None]]] = []
+    try:
+        for label, path, script in paths:  # each path once before the clock runs
+            probe(f"http://127.0.0.1:{port}{path}", script)
+            seconds = 1 if label.startswith("SDK modern") else args.warmup
+            wrk(f"http://127.0.0.1:{port}{path}", script, seconds, latency=False)
+        for r in range(args.rounds):
+            order = paths if r % 2 == 0 else paths[::-1]
+            rounds.append({
+                label: wrk(f"http://127.0.0.1:{port}{path}", script, args.duration)
+                for label, path, script in order
+            })
+        rss = round(rss_mb(proc.pid), 1)
+    finally:
+        stop(proc)
+    summary: dict[str, dict[str, object]] = {}
+    for label, _, _ in paths:
+        runs = [r[label] for r in rounds]
+        rps = sorted(float(x["rps"] or 0) for x in runs)
+        rest = f"REST {label.rsplit(' ', 1)[1]}"
+        ratios = sorted(float(r[label]["rps"] or 0) / float(r[rest]["rps"] or 1) for r in rounds)
+        non2xx = sum(float(x["non2xx"] or 0) for x in runs)
+        summary[label] = {
+            "rps_median": median(rps), "rps_min": rps[0], "rps_max": rps[-1],
+            "p50_ms_median": median_or_none([x["p50_ms"] for x in runs]),
+            "p99_ms_median": median_or_none([x["p99_ms"] for x in runs]),
+            "vs_rest_median": median(ratios), "vs_rest_min": ratios[0],
+            "vs_rest_max": ratios[-1], "non2xx": non2xx,
+        }
+    return {"rounds": args.rounds, "duration_s": args.duration, "rss_mb": rss,
+            "summary": summary, "raw": rounds}
+
+
+def median_or_none(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return round(median(known), 2) if known else None
+
+
+def median(values: list[float]) -> float:
+    values = sorted(values)
+    n = len(values)
+    return values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2
+
+
+def mcp_in_process(repeats: int = 30, batch: int = 200) -> dict[str, object]:
+    """Where the time of one ``tools/call`` goes, in process (the ASGI apps called directly: no
+    sockets; gc off; pinned to the server's CPU; paths interleaved, ``repeats`` batches each).
+
+    Whole requests: REST, ours (both eras), the SDK's manager (both eras), and the SDK's manager
+    with a handler that answers a constant result without calling anything (what the SDK's
+    framing costs on its own). Pieces, each timed alone: the simulated call, the session lookup,
+    and the SDK's pydantic steps of one request (the envelope against the JSON-RPC message
+    union, the params against the protocol's request model, the result through its
+    serializer)."""
+    import asyncio
+    import gc
+    import timeit
+
+    import mcp_types as types
+    import orjson
+    from mcp.server.lowlevel.server import Server
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+    from mcp_types import methods
+
+    from simforge.serve.app import create_app
+    from simforge.serve.mcp_server import SESSION_SCOPE_KEY, call_result, sdk_manager
+
+    app = create_app(SCENARIO, time_scale=0, token=TOKEN)
+    manager = app.state.manager
+    sdk = sdk_manager(manager)
+    tool = READ[0].rsplit("/", 1)[1]
+    served = manager.sessions["default"]
+    payload = served.call_now(tool, READ[1]).result
+
+    async def constant(ctx: object, params: object) -> types.CallToolResult:
+        return types.CallToolResult.model_validate(call_result(payload, False))
+
+    noop = StreamableHTTPSessionManager(app=Server("noop", on_call_tool=constant),
+                                        stateless=True, json_response=True)
+
+    def through(mgr: StreamableHTTPSessionManager) -> object:
+        async def handler(scope: dict, receive: object, send: object) -> None:
+            await mgr.handle_request({**scope, SESSION_SCOPE_KEY: None}, receive, send)
+
+        return handler
+
+    def scope(path: str, headers: dict[str, str]) -> dict[str, object]:
+        raw = [(k.lower().encode(), v.encode()) for k, v in
+               {"Content-Type": "application/json", **headers}.items()]
+        return {"type": "http", "method": "POST", "path": path, "headers": raw,
+                "query_string": b"", "http_version": "1.1", "scheme": "http",
+                "server": ("127.0.0.1", 80), "client": ("127.0.0.1", 9), "root_path": ""}
+
+    legacy_body, legacy_headers = mcp_request(tool, READ[1], "legacy")
+    cases: list[tuple[str, object, dict, bytes]] = [
+        ("REST", app, scope(READ[0], {}), json.dumps(READ[1]).encode())
+    ]
+    for era in ("legacy", "modern"):
+        body, headers = mcp_request(tool, READ[1], era)
+        raw = json.dumps(body).encode()
+        cases.append((f"MCP {era}", app, scope("/mcp", headers), raw))
+        cases.append((f"SDK {era}", through(sdk), scope("/mcp", headers), raw))
+    cases.append(("SDK legacy, constant handler", through(noop),
+                  scope("/mcp", legacy_headers), json.dumps(legacy_body).encode()))
+
+    async def run(handler: object, sc: dict, body: bytes, n: int) -> float:
+        statuses = []
+
+        async def receive() -> dict[str, object]:
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        async def send(message: dict[str, object]) -> None:
+            if message["type"] == "http.response.start":
+                statuses.append(message["status"])
+
+        t0 = time.perf_counter()
+        for _ in range(n):
+            await handler(dict(sc), receive, send)  # type: ignore[operator]
+        elapsed = time.perf_counter() - t0
+        assert set(statuses) == {200}, statuses[:3]
+        return elapsed / n * 1e6
+
+    async def measure() -> dict[str, list[float]]:
+        async with sdk.run(), noop.run():
+            per: dict[str, list[float]] = {name: [] for name, *_ in cases}
+            for _, handler, sc, body in cases:
+                await run(handler, sc, body, 50)
+            for _ in range(repeats):
+                for name, handler, sc, body in cases:
+                    n = max(5, batch // 20) if name == "SDK modern" else batch
+                    per[name].append(await run(handler, sc, body, n))
+        return per
+
+    def us(fn: object, n: int = 20_000) -> float:
+        return round(min(timeit.repeat(fn, number=n, repeat=5)) / n * 1e6, 2)  # type: ignore[arg-type]
+
+    raw_legacy = json.dumps(legacy_body).encode()
+    params = legacy_body["params"]
+    wire = call_result(payload, False)
+    cpus = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {int(SERVER_CPU)})
+    gc.collect()
+    gc.disable()
+    try:
+        per = asyncio.run(measure())
+        pieces = {
+            "the simulated call (served.call_now)": us(lambda: served.call_now(tool, READ[1])),
+            "the session lookup": us(lambda: manager.sessions.get("default"), 200_000),
+            "SDK: envelope vs the JSON-RPC message union": us(
+                lambda: types.jsonrpc_message_adapter.validate_json(raw_legacy)),
+            "SDK: params vs the tools/call request model": us(
+                lambda: methods.validate_client_request("tools/call", "2025-11-25", params)),
+            "SDK: result through CallToolResult and its serializer": us(
+                lambda: methods.serialize_server_result(
+                    "tools/call", "2025-11-25",
+                    types.CallToolResult.model_validate(wire).model_dump(
+                        by_alias=True, mode="json", exclude_none=True))),
+            "ours: the result dict and its JSON": us(
+                lambda: orjson.dumps(call_result(payload, False))),
+        }
+    finally:
+        gc.enable()
+        os.sched_setaffinity(0, cpus)
+    return {
+        "us_per_request": {k: {"median": round(median(v), 1), "min": round(min(v), 1),
+                               "max": round(max(v), 1)} for k, v in per.items()},
+        "us_per_piece": pieces,
+    }
 
 
 def idle_session_memory(n: int = 2000) -> dict[str, float]:
@@ -189,7 +476,7 @@ print(json.dumps({{"tracemalloc_kb": (t1 - t0) / {n} / 1024, "rss_kb": (r1 - r0)
 
 def load_500(port: int) -> dict[str, object]:
     """500 concurrent sessions x 20 calls against the pinned server; each session writes ten
-    tickets and must see exactly its own ten."""
+    contacts and must see exactly its own ten."""
     import asyncio
 
     async def one(c: httpx.AsyncClient, i: int) -> list[str]:
@@ -207,18 +494,19 @@ def load_500(port: int) -> dict[str, object]:
         bad = []
         for k in range(19):
             if k < 10:
-                body = {"customer_id": "C-9001", "subject": f"{sid}/{k}", "description": "x"}
-                r = await c.post(f"/s/{sid}/tools/create_ticket", json=body, headers=tools)
+                body = {"customer_id": "C-9001", "name": f"{sid}/{k}",
+                        "email": f"{sid}.{k}@example.com"}
+                r = await c.post(f"/s/{sid}/tools/create_contact", json=body, headers=tools)
             else:
                 r = await c.post(f"/s/{sid}/tools/get_customer", json={"customer_id": "C-9001"},
                                  headers=tools)
             if r.status_code != 200:
                 bad.append(f"{sid}: call {k}: {r.status_code}")
         r = await c.post(
-            f"/s/{sid}/tools/list_tickets", json={"customer_id": "C-9001", "limit": 100},
+            f"/s/{sid}/tools/list_contacts", json={"customer_id": "C-9001", "limit": 100},
             headers=tools,
         )
-        mine = {t["subject"] for t in r.json().get("items", []) if t["subject"].startswith("load-")}
+        mine = {t["name"] for t in r.json().get("items", []) if t["name"].startswith("load-")}
         if mine != {f"{sid}/{k}" for k in range(10)}:
             bad.append(f"{sid}: leak or loss: {sorted(mine)[:5]}")
         return bad
@@ -254,7 +542,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--duration", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--only", default="simforge,fastapi,fastapi-model,starlette")
+    ap.add_argument("--only", default="simforge,fastapi,fastapi-model,starlette,mcp")
+    ap.add_argument("--rounds", type=int, default=5, help="MCP beside REST: interleaved rounds")
     ap.add_argument("--skip-load", action="store_true")
     ap.add_argument("--out", default=str(Path(tempfile.gettempdir()) / "simforge-serve-bench.json"))
     args = ap.parse_args()
@@ -310,6 +599,9 @@ def main() -> None:
                 )
             )
     report: dict[str, object] = {"servers": records}
+    if "mcp" in names:
+        report["mcp"] = mcp_side_by_side(args, tmp)
+        report["mcp_in_process"] = mcp_in_process()
     if "simforge" in names:
         report["idle_session"] = idle_session_memory()
         if not args.skip_load:
@@ -318,9 +610,33 @@ def main() -> None:
     print_table(report)
 
 
+def print_mcp(report: dict[str, object]) -> None:
+    mcp = report.get("mcp")
+    if isinstance(mcp, dict):
+        print(f"\nMCP tools/call beside REST ({mcp['rounds']} interleaved rounds of "
+              f"{mcp['duration_s']} s; median, min-max):\n")
+        print("| path | req/s | min-max | p50 ms | p99 ms | / REST | min-max |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        for label, row in mcp["summary"].items():
+            print(f"| {label} | {row['rps_median']:,.0f} | {row['rps_min']:,.0f}-"
+                  f"{row['rps_max']:,.0f} | {row['p50_ms_median']} | {row['p99_ms_median']} | "
+                  f"{row['vs_rest_median']:.2f} | {row['vs_rest_min']:.2f}-"
+                  f"{row['vs_rest_max']:.2f} |")
+    inproc = report.get("mcp_in_process")
+    if isinstance(inproc, dict):
+        print("\nIn process, us per request (best batch, median batch; best is what a "
+              "shared machine disturbs least):")
+        for label, row in inproc["us_per_request"].items():
+            print(f"  {label}: {row['min']} (median {row['median']})")
+        print("Pieces, us:", json.dumps(inproc["us_per_piece"]))
+
+
 def print_table(report: dict[str, object]) -> None:
+    print_mcp(report)
     servers = report["servers"]
     assert isinstance(servers, list)
+    if not servers:
+        return
     print(
         "| server | read req/s | read p50 ms | read p99 ms | write req/s | write p50 ms | write p99 ms | RSS MB |"
     )

@@ -4,16 +4,19 @@
 
     POST /tools/{name}, /s/{sid}/tools/{name}   tool plane (bare ASGI, hot path)   open
     POST /s/{sid}/messages, /s/{sid}/finish     the conversation (agent plane)     open
-    /mcp, /s/{sid}/mcp                          MCP, streamable HTTP                open
+    POST /mcp, /s/{sid}/mcp                     MCP (streamable HTTP), OpenEnv's    open
+                                                JSON-RPC (bare ASGI, hot path)
     /sessions/...                               control plane (FastAPI router)      token
-    /ws                                         OpenEnv WebSocket protocol          token
+    /ws, POST /reset, POST /step, GET /state    OpenEnv (WebSocket, HTTP)           token
     /health, /schema, /metadata                 OpenEnv discovery                   open
     /openapi.json, /docs                        every tool, from its ToolSpec       open
 
 The open surfaces are what an agent under test may reach; none of them reads a score, a
 trajectory, an expected state or a validator setting. Requests for the tool plane and MCP are
 dispatched in :meth:`SimforgeApp.__call__` before FastAPI's routing, so the hot path pays for
-no middleware, and a connection reset can reach uvicorn's socket.
+no middleware, and a connection reset can reach uvicorn's socket. ``info.version`` is the
+version of the HTTP API (``1.0.0``: OpenEnv's validator reads it as its ``openenv-http/1.x``
+profile).
 """
 
 from __future__ import annotations
@@ -35,11 +38,13 @@ from simforge.tools.pack import Pack
 
 from .agent_plane import agent_router
 from .control_plane import control_router
-from .mcp_server import SESSION_SCOPE_KEY, build_mcp
+from .jsonrpc import JsonRpc, mcp_operation
 from .openenv import openenv_router
-from .problems import PROBLEM_JSON, Problem, install_handlers
-from .sessions import DEFAULT_SESSION, Limits, SessionManager, authorize, sandbox_scenario
+from .problems import install_handlers
+from .sessions import Limits, SessionManager, sandbox_scenario
 from .tool_plane import Receive, Scope, Send, ToolPlane, route, tool_operations
+
+API_VERSION = "1.0.0"
 
 
 def resolve_target(target: str | Pack | LoadedScenario) -> LoadedScenario:
@@ -65,7 +70,7 @@ class SimforgeApp(FastAPI):
     """FastAPI, with the tool plane and MCP answered before routing."""
 
     tool_plane: ToolPlane
-    mcp: Any
+    mcp: JsonRpc
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
@@ -74,39 +79,15 @@ class SimforgeApp(FastAPI):
             if target is not None:
                 await self.tool_plane(scope, receive, send, *target)
                 return
-            if path == "/mcp" or (path.startswith("/s/") and path.endswith("/mcp")):
-                sid = path[3:-4] if path.startswith("/s/") else None
-                if sid is None or (sid and "/" not in sid):
-                    if not await self._mcp_allowed(scope, sid, send):
-                        return
-                    scope = dict(scope)
-                    scope[SESSION_SCOPE_KEY] = sid
-                    await self.mcp.handle_request(scope, receive, send)
+            if path == "/mcp":
+                await self.mcp(scope, receive, send, None)
+                return
+            if path.startswith("/s/") and path.endswith("/mcp"):
+                sid = path[3:-4]
+                if sid and "/" not in sid:
+                    await self.mcp(scope, receive, send, sid)
                     return
         await super().__call__(scope, receive, send)
-
-    async def _mcp_allowed(self, scope: Scope, sid: str | None, send: Send) -> bool:
-        """MCP speaks for a session (its path, or ``X-Simforge-Session``): that session's tool
-        token is required, as on the tool plane. An unknown session is left to MCP's answer."""
-        headers = dict(scope["headers"])
-        if sid is None:
-            raw = headers.get(b"x-simforge-session")
-            sid = raw.decode("latin-1") if raw else DEFAULT_SESSION
-        served = self.state.manager.sessions.get(sid)
-        if served is None:
-            return True
-        try:
-            authorize(served, headers.get(b"authorization"))
-        except Problem as problem:
-            body = problem.encode()
-            await send({"type": "http.response.start", "status": problem.status, "headers": [
-                (b"content-type", PROBLEM_JSON.encode()),
-                (b"content-length", str(len(body)).encode()),
-                *((k.lower().encode(), v.encode()) for k, v in problem.headers.items()),
-            ]})
-            await send({"type": "http.response.body", "body": body})
-            return False
-        return True
 
 
 def create_app(
@@ -127,14 +108,13 @@ def create_app(
     token = token or secrets.token_urlsafe(24)
     manager = SessionManager(loaded, time_scale=time_scale, limits=limits, user=user)
     manager.create_default(task=task, seed=seed, faults=faults)
-    mcp = build_mcp(manager)
+    rpc = JsonRpc(manager, token)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         reaper = asyncio.create_task(manager.reap_forever())
         try:
-            async with mcp.run():
-                yield
+            yield
         finally:
             reaper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -147,17 +127,17 @@ def create_app(
             f"Mocked tools of pack `{loaded.pack.name}` ({scenario.id}). Tools are open; "
             "`/sessions` needs `Authorization: Bearer <token>`. See docs/serving.md."
         ),
-        version="1",
+        version=API_VERSION,
         lifespan=lifespan,
     )
     app.tool_plane = ToolPlane(manager)
-    app.mcp = mcp
+    app.mcp = rpc
     app.state.manager = manager
     app.state.token = token
     install_handlers(app)
     app.include_router(control_router(manager, token))
     app.include_router(agent_router(manager))
-    app.include_router(openenv_router(manager, token))
+    app.include_router(openenv_router(manager, token, rpc))
     _document_tools(app, manager)
     return app
 
@@ -176,6 +156,8 @@ def _document_tools(app: FastAPI, manager: SessionManager) -> None:
                 routes=app.routes,
             )
             paths, components = tool_operations(catalog)
+            paths["/mcp"] = mcp_operation("/mcp")
+            paths["/s/{session_id}/mcp"] = mcp_operation("/s/{session_id}/mcp")
             schema["paths"] = {**paths, **schema.get("paths", {})}
             schema.setdefault("components", {}).setdefault("schemas", {}).update(components)
             schema["components"]["securitySchemes"] = {
@@ -188,7 +170,11 @@ def _document_tools(app: FastAPI, manager: SessionManager) -> None:
             schema["tags"] = [
                 {"name": system, "description": f"Tools of the {system} system."}
                 for system in sorted({t.spec.system or "tools" for t in catalog.values()})
-            ] + [{"name": "control plane", "description": "Sessions; needs the token."}]
+            ] + [
+                {"name": "control plane", "description": "Sessions; needs the token."},
+                {"name": "mcp", "description": "MCP and OpenEnv's JSON-RPC."},
+                {"name": "openenv", "description": "OpenEnv: discovery, simulation mode."},
+            ]
             app.openapi_schema = schema
         return app.openapi_schema
 

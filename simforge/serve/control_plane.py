@@ -113,6 +113,7 @@ def session_info(served: ServedSession) -> dict[str, Any]:
     assert env.task is not None
     return {
         "session_id": served.id,
+        "episode_id": served.episode_id,
         "tool_token": served.tool_token,
         "scenario": env.scenario.id,
         "task": env.task.id,
@@ -164,7 +165,9 @@ async def env_step(served: ServedSession, action: Any) -> dict[str, Any]:
     }
 
 
-def control_router(manager: SessionManager, token: str) -> APIRouter:
+def token_dependency(token: str, surface: str = "the control plane") -> Any:
+    """A FastAPI dependency: 401 unless the request carries the server's token."""
+
     async def require_token(
         authorization: Annotated[str | None, Header(description="Bearer <token>")] = None,
     ) -> None:
@@ -172,11 +175,16 @@ def control_router(manager: SessionManager, token: str) -> APIRouter:
             raise Problem(
                 401,
                 "unauthorized",
-                "the control plane needs the server's token: Authorization: Bearer <token>",
+                f"{surface} needs the server's token: Authorization: Bearer <token>",
                 errors=[{"field": "header.authorization", "expected": "Bearer <token>"}],
                 headers={"WWW-Authenticate": 'Bearer realm="simforge"'},
             )
 
+    return require_token
+
+
+def control_router(manager: SessionManager, token: str) -> APIRouter:
+    require_token = token_dependency(token)
     router = APIRouter(
         prefix="/sessions", tags=["control plane"], dependencies=[Depends(require_token)]
     )

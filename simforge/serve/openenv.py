@@ -1,73 +1,210 @@
-"""The OpenEnv protocol: ``/ws`` plus ``/health``, ``/schema`` and ``/metadata``.
+"""OpenEnv (openenv-core 0.3): the WebSocket ``/ws``, HTTP ``/reset``, ``/step`` and ``/state``
+(its simulation mode), and ``/health``, ``/schema``, ``/metadata``.
 
-Written from the message format of ``openenv-core`` (``openenv/core/env_server/types.py`` and
-``http_server.py``) rather than by mounting its server, which would bring its own session
-registry and a thread pool per session: here the client sends ``{"type": "reset"|"step"|"state"|
-"close", "data": {...}}`` and gets ``{"type": "observation", "data": {"observation", "reward",
-"done"}}``, ``{"type": "state", "data": {...}}`` or ``{"type": "error", "data": {"message",
-"code"}}``. Each connection is one simforge session, deleted when it closes.
+Written from openenv-core's own types and server (``openenv/core/env_server/types.py``,
+``mcp_types.py``, ``http_server.py``) and held to its clients and its ``openenv validate``
+criteria by the tests, rather than mounting its server, which would bring its own session
+registry and a thread pool per session.
 
-``/ws`` answers rewards, so it needs the server's token, like the control plane: as
-``Authorization: Bearer``, or as the password of the URL (``ws://trainer:<token>@host:port``),
-which OpenEnv's own client turns into HTTP Basic by way of ``websockets``.
+**WebSocket.** The client sends ``{"type": "reset" | "step" | "state" | "close" | "mcp",
+"data"?}`` and gets ``{"type": "observation", "data": {"observation", "reward", "done"}}``,
+``{"type": "state", "data"}``, ``{"type": "mcp", "data": <JSON-RPC response>}`` or
+``{"type": "error", "data": {"message", "code"}}`` with OpenEnv's ``WSErrorCode``:
+``INVALID_JSON``, ``UNKNOWN_TYPE``, ``VALIDATION_ERROR`` (a message, a reset or an action that
+is not valid: every 422 of simforge's), ``EXECUTION_ERROR`` (a valid step the episode cannot
+take, such as one after the end), ``CAPACITY_REACHED``, ``FACTORY_ERROR`` and ``SESSION_ERROR``
+(the session was deleted under the connection). Each connection is one simforge session,
+deleted when it closes. ``reset`` takes ``seed``, ``episode_id`` (kept as the episode's id;
+without one, every reset gets a fresh one), ``task`` and ``faults``.
+
+**Actions.** A step's ``data`` is a simforge action (tool calls, a message to the user, a final
+answer: the conversation contract holds, the user's reply is ``observation.user``) or one of
+OpenEnv's tool actions: ``{"type": "list_tools"}`` answers the tools as MCP lists them (no step
+is taken), ``{"type": "call_tool", "tool_name", "arguments"}`` is one call as a step, answered as
+OpenEnv's ``CallToolObservation`` (``tool_name``, ``result`` in FastMCP's ``CallToolResult``
+shape, ``error`` for a call that could not be made) with the step's reward and done; calling
+the message tool (``message_user``) says ``content`` to the user. A tool's own error (a 404 of
+the simulated service, a fault) is an error *result*, as OpenEnv puts it, not an ``error``.
+
+**HTTP.** ``POST /reset``, ``POST /step`` and ``GET /state`` are OpenEnv's simulation-mode
+endpoints, stateful here: ``/reset`` starts an episode (``episode_id`` as asked, or a fresh one)
+and ``/step`` and ``/state`` name it with ``episode_id``; without one they act on the episode
+the last ``/reset`` without one started (OpenEnv's single-environment HTTP behaviour). A reset
+that names a live episode resets its session in place, so a client reusing its id holds one
+session. The WebSocket, these endpoints and ``POST /mcp``'s session methods answer rewards or
+create sessions, so they need the server's token, like the control plane: ``Authorization:
+Bearer``, or the password of the URL (``ws://trainer:<token>@host:port``), which OpenEnv's own
+client turns into HTTP Basic by way of ``websockets``.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import orjson
-from fastapi import APIRouter, WebSocket, WebSocketDisconnect
-from pydantic import ValidationError
+from fastapi import APIRouter, Depends, Query, WebSocket, WebSocketDisconnect
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.responses import Response
 
 from simforge.env.action import Action
 
-from .control_plane import env_step, session_info, token_matches
-from .problems import Problem
-from .sessions import ServedSession, SessionManager
+from .control_plane import (
+    MAX_SEED,
+    _json,
+    env_step,
+    session_info,
+    token_dependency,
+    token_matches,
+)
+from .jsonrpc import JsonRpc, Rpc, RpcError, _frame, _request_id
+from .mcp_server import call_result, session_catalog, unknown_tool
+from .problems import Problem, tool_problem
+from .sessions import ServedSession, SessionManager, episode_ended
+
+log = logging.getLogger(__name__)
+
+INVALID_JSON = "INVALID_JSON"
+UNKNOWN_TYPE = "UNKNOWN_TYPE"
+VALIDATION_ERROR = "VALIDATION_ERROR"
+EXECUTION_ERROR = "EXECUTION_ERROR"
+CAPACITY_REACHED = "CAPACITY_REACHED"
+FACTORY_ERROR = "FACTORY_ERROR"
+SESSION_ERROR = "SESSION_ERROR"
+"""OpenEnv's ``WSErrorCode`` values."""
+
+MESSAGE_KEYS: dict[str, tuple[frozenset[str], bool]] = {
+    "reset": (frozenset({"type", "data"}), False),
+    "step": (frozenset({"type", "data"}), True),
+    "state": (frozenset({"type"}), False),
+    "close": (frozenset({"type"}), False),
+    "mcp": (frozenset({"type", "data"}), True),
+}
+"""Per message type: the keys OpenEnv's message model allows, and whether ``data`` is required
+(its models forbid extra keys)."""
+RESET_KEYS = ("seed", "episode_id", "task", "faults")
+LIST_TOOLS_KEYS = frozenset({"type", "metadata"})
+CALL_TOOL_KEYS = frozenset({"type", "tool_name", "arguments", "metadata"})
 
 OBSERVATION_SCHEMA: dict[str, Any] = {
+    "title": "SimforgeObservation",
     "type": "object",
-    "description": "What the agent sees after reset or a step.",
+    "description": "What the agent sees after reset or a step (OpenEnv's Observation: done, "
+    "reward and metadata travel beside it).",
     "properties": {
-        "task": {"type": "object", "description": "Instruction (after reset)."},
-        "tools": {"type": "array", "description": "Tools in OpenAI function format."},
+        "done": {"type": "boolean", "default": False},
+        "reward": {"type": ["number", "boolean", "null"], "default": None},
+        "metadata": {"type": "object", "default": {}},
+        "task": {"type": "object", "description": "Id and instruction (after reset)."},
+        "tools": {
+            "type": "array",
+            "description": "After reset: the task's tools in OpenAI function format. After a "
+            "list_tools action: the tools as MCP lists them (name, description, input_schema).",
+        },
+        "policy": {"type": "string", "description": "The policy the agent follows (markdown)."},
+        "session_id": {"type": "string"},
+        "episode_id": {"type": "string"},
         "results": {"type": "array", "description": "One result or error per tool call."},
+        "tool_name": {"type": "string", "description": "The tool a call_tool action called."},
+        "result": {"description": "A call_tool action's result (FastMCP's CallToolResult)."},
+        "error": {
+            "type": ["object", "null"],
+            "description": "Why a call_tool action could not call (error_type, message).",
+        },
         "time": {"type": "number", "description": "Simulated seconds since reset."},
         "step": {"type": "integer"},
-        "user": {"type": ["string", "null"]},
+        "user": {"type": ["string", "null"], "description": "The user's reply to a message."},
         "terminated": {"type": "boolean"},
         "truncated": {"type": "boolean"},
+        "info": {"type": "object", "description": "At the end: passed, and the failed checks."},
     },
+    "additionalProperties": True,
 }
 
 STATE_SCHEMA: dict[str, Any] = {
+    "title": "SimforgeState",
     "type": "object",
     "properties": {
-        "episode_id": {"type": "string"},
-        "step_count": {"type": "integer"},
+        "episode_id": {"type": ["string", "null"]},
+        "step_count": {"type": "integer", "minimum": 0, "default": 0},
+        "session_id": {"type": "string"},
         "scenario": {"type": "string"},
         "task": {"type": "string"},
         "seed": {"type": "integer"},
+        "faults": {"type": ["string", "null"]},
         "time": {"type": "number"},
+        "terminated": {"type": "boolean"},
+        "truncated": {"type": "boolean"},
     },
+    "additionalProperties": True,
+}
+
+LIST_TOOLS_ACTION: dict[str, Any] = {
+    "title": "ListToolsAction",
+    "type": "object",
+    "properties": {
+        "type": {"const": "list_tools"},
+        "metadata": {"type": "object", "default": {}},
+    },
+    "required": ["type"],
+    "additionalProperties": False,
+}
+
+CALL_TOOL_ACTION: dict[str, Any] = {
+    "title": "CallToolAction",
+    "type": "object",
+    "properties": {
+        "type": {"const": "call_tool"},
+        "tool_name": {"type": "string", "description": "A name tools/list answered."},
+        "arguments": {"type": "object", "default": {}},
+        "metadata": {"type": "object", "default": {}},
+    },
+    "required": ["type", "tool_name"],
+    "additionalProperties": False,
 }
 
 
-def _observation(data: dict[str, Any], reward: float | None, done: bool) -> bytes:
-    return orjson.dumps(
-        {"type": "observation", "data": {"observation": data, "reward": reward, "done": done}},
-        default=repr,
-    )
+def action_schema() -> dict[str, Any]:
+    """A step's action: simforge's own, or OpenEnv's ``ListToolsAction`` / ``CallToolAction``."""
+    own = Action.model_json_schema()
+    defs = own.pop("$defs", {})
+    return {
+        "title": "SimforgeAction",
+        "anyOf": [own, LIST_TOOLS_ACTION, CALL_TOOL_ACTION],
+        "$defs": defs,
+    }
+
+
+def ws_code(problem: Problem) -> str:
+    """OpenEnv's code for a problem: a request that is not valid, a full server, or a valid
+    request the episode cannot carry out."""
+    if problem.status in (400, 422):
+        return VALIDATION_ERROR
+    if problem.status == 503:
+        return CAPACITY_REACHED
+    return EXECUTION_ERROR
 
 
 def _error(message: str, code: str, **extra: Any) -> bytes:
-    return orjson.dumps({"type": "error", "data": {"message": message, "code": code, **extra}})
+    return orjson.dumps({"type": "error", "data": {"message": message, "code": code, **extra}},
+                        default=repr)
 
 
-def _state(served: ServedSession) -> dict[str, Any]:
+def _problem_error(problem: Problem) -> bytes:
+    extra: dict[str, Any] = {"status": problem.status}
+    if problem.errors:
+        extra["errors"] = problem.errors
+    return _error(problem.detail, ws_code(problem), **extra)
+
+
+def _invalid(message: str, field: str) -> Problem:
+    return Problem(422, "invalid_message", message, errors=[{"field": field, "problem": message}])
+
+
+def state(served: ServedSession) -> dict[str, Any]:
+    """OpenEnv's ``State``: ``episode_id`` and ``step_count``, with the session's details."""
     info = session_info(served)
-    return {"episode_id": served.id, "step_count": info["steps"], **info}
+    return {"step_count": info["steps"], **info}
 
 
 def _step_observation(answer: dict[str, Any]) -> tuple[dict[str, Any], float, bool]:
@@ -88,9 +225,182 @@ def _step_observation(answer: dict[str, Any]) -> tuple[dict[str, Any], float, bo
     return obs, float(answer["reward"]), done
 
 
-def openenv_router(manager: SessionManager, token: str) -> APIRouter:
+def _tool_result(payload: Any, is_error: bool) -> dict[str, Any]:
+    """A call's result in FastMCP's ``CallToolResult`` shape (what openenv's MCP environments
+    put in a ``CallToolObservation``; ``MCPToolClient.call_tool`` answers its ``data``)."""
+    wire = call_result(payload, is_error)
+    return {
+        "content": wire["content"],
+        "structured_content": wire.get("structuredContent"),
+        "meta": None,
+        "data": payload,
+        "is_error": is_error,
+    }
+
+
+async def openenv_step(
+    served: ServedSession, data: dict[str, Any]
+) -> tuple[dict[str, Any], float | None, bool]:
+    """One OpenEnv step: ``(observation, reward, done)``; a :class:`Problem` when the action is
+    not valid (422) or cannot be taken (409: the episode has ended)."""
+    kind = data.get("type")
+    if kind == "list_tools":
+        _only(data, LIST_TOOLS_KEYS, "list_tools")
+        catalog = session_catalog(served.session)
+        return {"tools": catalog.openenv_tools()}, None, served.session.done
+    if kind == "call_tool":
+        return await _call_tool(served, data)
+    if kind is not None:
+        raise Problem(
+            422,
+            "invalid_action",
+            f"action.type: unknown action type {kind!r}: OpenEnv's tool actions are list_tools "
+            "and call_tool; simforge's own actions have no type",
+            errors=[{"field": "body.type", "expected": "list_tools, call_tool or none"}],
+        )
+    action = dict(data)
+    metadata = action.pop("metadata", None)
+    if metadata:  # OpenEnv's Action always carries metadata; an empty one says nothing
+        action["metadata"] = metadata
+    return _step_observation(await env_step(served, action))
+
+
+def _only(data: dict[str, Any], allowed: frozenset[str], what: str) -> None:
+    extra = sorted(set(data) - allowed)
+    if extra:
+        raise Problem(
+            422,
+            "invalid_action",
+            f"{what}: unexpected keys {extra}; allowed: {sorted(allowed)}",
+            errors=[{"field": f"body.{k}", "problem": "extra_forbidden"} for k in extra],
+        )
+
+
+async def _call_tool(
+    served: ServedSession, data: dict[str, Any]
+) -> tuple[dict[str, Any], float | None, bool]:
+    _only(data, CALL_TOOL_KEYS, "call_tool")
+    name = data.get("tool_name")
+    arguments = data.get("arguments", {})
+    if type(name) is not str:
+        raise Problem(422, "invalid_action", "call_tool: tool_name: expected a string",
+                      errors=[{"field": "body.tool_name", "expected": "string"}])
+    if type(arguments) is not dict:
+        raise Problem(422, "invalid_action", "call_tool: arguments: expected an object",
+                      errors=[{"field": "body.arguments", "expected": "object"}])
+    catalog = session_catalog(served.session)
+    tool = catalog.to_pack.get(name)
+    if tool is None and name != catalog.message:
+        error = {"error_type": "tool_not_found", "message": unknown_tool(name, catalog).detail}
+        return {"tool_name": name, "result": None, "error": error}, None, served.session.done
+    if tool is None:
+        content = arguments.get("content")
+        if type(content) is not str:
+            error = {"error_type": "invalid_args", "message": "content: expected a string"}
+            return {"tool_name": name, "result": None, "error": error}, None, served.session.done
+        answer = await env_step(served, {"message": content})
+        payload: Any = {
+            "user": answer["observation"].get("user"),
+            "ended": bool(answer["terminated"] or answer["truncated"]),
+        }
+        is_error = False
+    else:
+        answer = await env_step(served, {"tool_calls": [{"name": tool, "arguments": arguments}]})
+        results = answer["observation"]["results"]
+        if not results:  # the budget ended the episode before the call could start
+            payload, is_error = episode_ended(served).body(), True
+        elif results[0]["ok"]:
+            payload, is_error = results[0]["result"], False
+        else:
+            payload, is_error = tool_problem(results[0]["error"]).body(), True
+    obs, reward, done = _step_observation(answer)
+    obs.pop("results", None)
+    return {"tool_name": name, "result": _tool_result(payload, is_error), "error": None,
+            **obs}, reward, done
+
+
+# -- the HTTP simulation endpoints -----------------------------------------------------------
+
+
+class ResetRequest(BaseModel):
+    """OpenEnv's ``ResetRequest`` (``seed``, ``episode_id``) with simforge's ``task`` and
+    ``faults``; an unknown key is a 422 naming it, not silently dropped."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    seed: int | None = Field(None, ge=0, le=MAX_SEED)
+    episode_id: str | None = Field(None, min_length=1, max_length=255)
+    task: str | None = Field(None, max_length=256)
+    faults: str | None = Field(None, max_length=256)
+
+
+class StepRequest(BaseModel):
+    """OpenEnv's ``StepRequest``, with ``episode_id`` naming the episode to step."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    action: dict[str, Any] = Field(
+        description="A simforge action, or OpenEnv's list_tools / call_tool (see /schema)."
+    )
+    timeout_s: float | None = Field(
+        None, gt=0, description="Accepted; a step answers in its own (simulated) time."
+    )
+    request_id: str | None = Field(
+        None, max_length=255, description="Repeat a step safely: the same id, the same answer."
+    )
+    episode_id: str | None = Field(
+        None, max_length=255, description="The episode (default: the last one /reset started)."
+    )
+
+
+class _HttpEpisodes:
+    """The episodes of the HTTP endpoints: episode id -> session id, and the current one."""
+
+    def __init__(self, manager: SessionManager) -> None:
+        self.manager = manager
+        self.sessions: dict[str, str] = {}
+        self.current: str | None = None
+
+    def find(self, episode_id: str | None) -> ServedSession | None:
+        sid = self.current if episode_id is None else self.sessions.get(episode_id)
+        served = self.manager.sessions.get(sid) if sid is not None else None
+        if served is None or (episode_id is not None and served.episode_id != episode_id):
+            return None
+        return served
+
+    def get(self, episode_id: str | None) -> ServedSession:
+        served = self.find(episode_id)
+        if served is not None:
+            return served
+        detail = (
+            f"no episode {episode_id!r}; POST /reset starts one"
+            if episode_id is not None
+            else "no episode yet: POST /reset starts one"
+        )
+        raise Problem(404, "unknown_episode", detail,
+                      errors=[{"field": "body.episode_id", "problem": "unknown episode"}])
+
+    def remember(self, served: ServedSession, previous: str | None, current: bool) -> None:
+        """``served`` now holds its new episode (``previous`` was its last one); ``current``:
+        it is the episode of requests that name none."""
+        if previous is not None and self.sessions.get(previous) == served.id:
+            del self.sessions[previous]
+        self.sessions[served.episode_id] = served.id
+        if current:
+            self.current = served.id
+        if len(self.sessions) > 2 * self.manager.limits.max_sessions:
+            live = self.manager.sessions
+            self.sessions = {e: s for e, s in self.sessions.items() if s in live}
+
+
+def openenv_router(manager: SessionManager, token: str, rpc: JsonRpc) -> APIRouter:
     router = APIRouter(tags=["openenv"])
     scenario = manager.loaded.scenario
+    episodes = _HttpEpisodes(manager)
+    require_token = token_dependency(token, "OpenEnv's simulation endpoints")
+    problem = {"model": None, "description": "A problem (application/problem+json)."}
+    errors: dict[int | str, dict[str, Any]] = {401: problem, 404: problem, 409: problem,
+                                               422: problem}
 
     @router.get("/health")
     async def health() -> dict[str, str]:
@@ -113,11 +423,51 @@ def openenv_router(manager: SessionManager, token: str) -> APIRouter:
     @router.get("/schema")
     async def schema() -> dict[str, Any]:
         """OpenEnv schemas of action, observation and state."""
-        return {
-            "action": Action.model_json_schema(),
-            "observation": OBSERVATION_SCHEMA,
-            "state": STATE_SCHEMA,
-        }
+        return {"action": action_schema(), "observation": OBSERVATION_SCHEMA,
+                "state": STATE_SCHEMA}
+
+    @router.post("/reset", dependencies=[Depends(require_token)], responses=errors)
+    async def http_reset(body: ResetRequest | None = None) -> Response:
+        """Start an episode (OpenEnv's simulation mode): ``episode_id`` as asked, or a fresh
+        one. Answers ``{observation, reward: null, done: false}``."""
+        body = body or ResetRequest()
+        served = episodes.find(body.episode_id)
+        if served is None:
+            served = manager.create(
+                seed=body.seed, task=body.task, faults=body.faults, episode_id=body.episode_id
+            )
+            previous = None
+            obs = served.initial_observation()
+        else:
+            previous = served.episode_id
+            async with served.lock:
+                served, obs, _ = manager.reset(
+                    served.id, seed=body.seed, task=body.task, faults=body.faults,
+                    episode_id=body.episode_id,
+                )
+        episodes.remember(served, previous, body.episode_id is None)
+        observation = {**obs, "session_id": served.id, "episode_id": served.episode_id}
+        return _json({"observation": observation, "reward": None, "done": False})
+
+    @router.post("/step", dependencies=[Depends(require_token)], responses=errors)
+    async def http_step(body: StepRequest) -> Response:
+        """Step an episode: ``{observation, reward, done}``. A repeated ``request_id`` answers
+        the first answer again, without stepping."""
+        served = episodes.get(body.episode_id)
+        if body.request_id is not None and body.request_id in served.answers:
+            return _json(served.answers[body.request_id])
+        obs, reward, done = await openenv_step(served, body.action)
+        answer = {"observation": obs, "reward": reward, "done": done}
+        if body.request_id is not None:
+            served.remember(body.request_id, answer, manager.limits.idempotency_window)
+        return _json(answer)
+
+    @router.get("/state", dependencies=[Depends(require_token)], responses=errors)
+    async def http_state(
+        episode_id: str | None = Query(None, max_length=255),
+    ) -> Response:
+        """The episode's state: ``episode_id``, ``step_count`` and the session's details."""
+        return _json(state(episodes.get(episode_id)))
 
     @router.websocket("/ws")
     async def ws(websocket: WebSocket) -> None:
@@ -127,64 +477,126 @@ def openenv_router(manager: SessionManager, token: str) -> APIRouter:
         await websocket.accept()
         try:
             served = manager.create()
-        except Problem as problem:
-            await websocket.send_bytes(_error(problem.detail, "CAPACITY_REACHED"))
+        except Problem as exc:
+            await websocket.send_text(_problem_error(exc).decode())
             await websocket.close()
             return
+        except Exception as exc:
+            log.exception("OpenEnv: the session could not be created")
+            await websocket.send_text(_error(f"the session could not be created: {exc}",
+                                             FACTORY_ERROR).decode())
+            await websocket.close()
+            return
+        served.connections += 1
         try:
-            await _serve(websocket, manager, served)
+            await _serve(websocket, manager, rpc, served)
         except WebSocketDisconnect:
             pass
         finally:
-            manager.sessions.pop(served.id, None)
+            served.connections -= 1
+            if manager.sessions.get(served.id) is served:
+                del manager.sessions[served.id]
 
     return router
 
 
-async def _serve(websocket: WebSocket, manager: SessionManager, served: ServedSession) -> None:
+async def _serve(
+    websocket: WebSocket, manager: SessionManager, rpc: JsonRpc, served: ServedSession
+) -> None:
     while True:
-        raw = await websocket.receive_text()
-        try:
-            message = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            await websocket.send_text(_error(f"Invalid JSON: {exc}", "INVALID_JSON").decode())
-            continue
-        kind = message.get("type") if isinstance(message, dict) else None
-        data = message.get("data") if isinstance(message, dict) else None
-        data = data if isinstance(data, dict) else {}
-        try:
-            if kind == "reset":
-                reply = await _reset(manager, served, data)
-            elif kind == "step":
-                action = {k: v for k, v in data.items() if k != "metadata"}
-                answer = await _step(served, action)
-                reply = _observation(*_step_observation(answer))
-            elif kind == "state":
-                reply = orjson.dumps({"type": "state", "data": _state(served)}, default=repr)
-            elif kind == "close":
-                await websocket.close()
-                return
-            else:
-                reply = _error(f"Unknown message type: {kind}", "UNKNOWN_TYPE")
-        except Problem as problem:
-            reply = _error(problem.detail, "EXECUTION_ERROR", status=problem.status)
-        except ValidationError as exc:
-            reply = _error("Invalid message", "VALIDATION_ERROR", errors=str(exc))
+        frame = await websocket.receive()
+        if frame["type"] == "websocket.disconnect":
+            return
+        raw = frame.get("text")
+        if raw is None:
+            raw = frame.get("bytes") or b""
+        reply = await _message(manager, rpc, served, raw)
+        if reply is None:
+            await websocket.close()
+            return
         await websocket.send_text(reply.decode())
+        if manager.sessions.get(served.id) is not served:
+            await websocket.close()
+            return
+
+
+async def _message(
+    manager: SessionManager, rpc: JsonRpc, served: ServedSession, raw: str | bytes
+) -> bytes | None:
+    """The reply to one WebSocket message; ``None`` to close."""
+    try:
+        message = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        return _error(f"Invalid JSON: {exc}", INVALID_JSON)
+    if type(message) is not dict:
+        return _problem_error(_invalid("a message is an object: {\"type\", \"data\"?}", "body"))
+    kind = message.get("type", "")
+    if kind not in MESSAGE_KEYS:
+        return _error(f"Unknown message type: {kind}", UNKNOWN_TYPE)
+    allowed, needs_data = MESSAGE_KEYS[kind]
+    try:
+        extra = sorted(set(message) - allowed)
+        if extra:
+            raise _invalid(f"{kind}: unexpected keys {extra}; allowed: {sorted(allowed)}",
+                           f"body.{extra[0]}")
+        data = message.get("data", {})
+        if needs_data and "data" not in message:
+            raise _invalid(f"{kind}: data is required", "body.data")
+        if type(data) is not dict:
+            raise _invalid(f"{kind}: data: expected an object", "body.data")
+        if manager.sessions.get(served.id) is not served:
+            return _error(f"session {served.id!r} no longer exists (deleted on the control "
+                          "plane)", SESSION_ERROR)
+        if kind == "close":
+            return None
+        if kind == "reset":
+            return await _reset(manager, served, data)
+        if kind == "step":
+            obs, reward, done = await openenv_step(served, data)
+            return _observation(obs, reward, done)
+        if kind == "state":
+            return orjson.dumps({"type": "state", "data": state(served)}, default=repr)
+        try:
+            answer = await rpc.answer(data, Rpc(ws=True, served=served))
+        except RpcError as error:
+            answer = _frame(_request_id(data), error)
+        return b'{"type":"mcp","data":' + answer + b"}"
+    except Problem as problem:
+        return _problem_error(problem)
+    except Exception as exc:
+        log.exception("OpenEnv: %s message failed", kind)
+        return _error(f"internal error: {type(exc).__name__}", EXECUTION_ERROR)
+
+
+def _observation(data: dict[str, Any], reward: float | None, done: bool) -> bytes:
+    return orjson.dumps(
+        {"type": "observation", "data": {"observation": data, "reward": reward, "done": done}},
+        default=repr,
+    )
 
 
 async def _reset(manager: SessionManager, served: ServedSession, data: dict[str, Any]) -> bytes:
+    unknown = sorted(set(data) - set(RESET_KEYS))
+    if unknown:
+        raise Problem(422, "invalid_reset", f"reset: unknown keys {unknown}; allowed: "
+                      f"{list(RESET_KEYS)}",
+                      errors=[{"field": f"body.{k}", "problem": "unknown"} for k in unknown])
     seed = data.get("seed")
-    if seed is not None and (type(seed) is not int or seed < 0):
-        raise Problem(422, "invalid_reset", "seed: expected a non-negative integer")
+    if seed is not None and (type(seed) is not int or not 0 <= seed <= MAX_SEED):
+        raise Problem(422, "invalid_reset", "seed: expected a non-negative integer",
+                      errors=[{"field": "body.seed", "expected": "a non-negative integer"}])
+    episode_id = data.get("episode_id")
+    if episode_id is not None and (type(episode_id) is not str or not 0 < len(episode_id) <= 255):
+        raise Problem(422, "invalid_reset", "episode_id: expected a string of 1-255 characters",
+                      errors=[{"field": "body.episode_id", "expected": "a string"}])
     task, faults = data.get("task"), data.get("faults")
     for name, value in (("task", task), ("faults", faults)):
         if value is not None and not isinstance(value, str):
-            raise Problem(422, "invalid_reset", f"{name}: expected a string")
+            raise Problem(422, "invalid_reset", f"{name}: expected a string",
+                          errors=[{"field": f"body.{name}", "expected": "string"}])
     async with served.lock:
-        _, obs, _ = manager.reset(served.id, seed=seed, task=task, faults=faults)
-    return _observation({**obs, "session_id": served.id}, None, False)
-
-
-async def _step(served: ServedSession, action: dict[str, Any]) -> dict[str, Any]:
-    return await env_step(served, action)
+        _, obs, _ = manager.reset(served.id, seed=seed, task=task, faults=faults,
+                                  episode_id=episode_id)
+    return _observation(
+        {**obs, "session_id": served.id, "episode_id": served.episode_id}, None, False
+    )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 import time
+import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
@@ -91,6 +92,12 @@ class ServedSession:
     last_used: float = field(default_factory=time.monotonic)
     wall_anchor: float = field(default_factory=time.monotonic)
     answers: OrderedDict[str, Any] = field(default_factory=OrderedDict)
+    episode_id: str = ""
+    """The current episode's id: the one a reset asked for (OpenEnv's ``episode_id``), else a
+    fresh one at every reset."""
+    connections: int = 0
+    """Open connections (OpenEnv WebSockets) this session belongs to: it is deleted when they
+    close, and never evicted as idle while one is open."""
 
     @property
     def session(self) -> Session:
@@ -101,10 +108,13 @@ class ServedSession:
     def touch(self) -> None:
         self.last_used = time.monotonic()
 
-    def reset(self, seed: int | None, options: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+    def reset(
+        self, seed: int | None, options: dict[str, Any], episode_id: str | None = None
+    ) -> tuple[dict[str, Any], Any]:
         obs, info = self.env.reset(seed=seed, options=options)
         self.wall_anchor = time.monotonic()
         self.answers.clear()
+        self.episode_id = episode_id or uuid.uuid4().hex
         return obs, info
 
     def initial_observation(self) -> dict[str, Any]:
@@ -246,6 +256,7 @@ class SessionManager:
         sandbox: bool = False,
         max_steps: int | None = None,
         max_sim_seconds: float | None = None,
+        episode_id: str | None = None,
     ) -> ServedSession:
         self.evict_idle()
         if len(self.sessions) >= self.limits.max_sessions:
@@ -292,7 +303,7 @@ class SessionManager:
                 max_pending=self.limits.max_pending_per_session,
                 tool_token=None if sid == DEFAULT_SESSION else secrets.token_urlsafe(24),
             )
-            served.reset(seed, {})
+            served.reset(seed, {}, episode_id)
         except NotFound as exc:
             field_name = _field_of(str(exc))
             raise Problem(
@@ -344,6 +355,7 @@ class SessionManager:
         seed: int | None = None,
         task: str | None = None,
         faults: str | None = None,
+        episode_id: str | None = None,
     ) -> tuple[ServedSession, dict[str, Any], dict[str, Any]]:
         served = self.get(session_id)
         options: dict[str, Any] = {}
@@ -354,7 +366,7 @@ class SessionManager:
         try:
             if faults is not None:
                 resolve_profile(faults, served.env.loaded.profiles)
-            obs, info = served.reset(seed, options)
+            obs, info = served.reset(seed, options, episode_id)
         except NotFound as exc:
             raise Problem(
                 422,
@@ -370,12 +382,13 @@ class SessionManager:
 
     def evict_idle(self) -> int:
         """Delete sessions idle for longer than the TTL (never the default one, never one with
-        a request in flight). Returns how many went."""
+        a request in flight or an open connection). Returns how many went."""
         limit = time.monotonic() - self.limits.idle_ttl
         stale = [
             sid
             for sid, s in self.sessions.items()
             if sid != DEFAULT_SESSION and s.last_used < limit and s.pending == 0
+            and s.connections == 0
         ]
         for sid in stale:
             del self.sessions[sid]

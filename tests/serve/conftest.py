@@ -17,6 +17,7 @@ import pytest
 import uvicorn
 
 from simforge.serve.app import SimforgeApp, create_app
+from simforge.tools import Pack, ToolContext, tool
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 MINI = str(FIXTURES / "scenarios" / "mini.yaml")
@@ -118,3 +119,30 @@ def mcp_client(url: str, headers: dict[str, str]) -> Any:
     from mcp.shared._httpx_utils import create_mcp_http_client
 
     return Client(streamable_http_client(url, http_client=create_mcp_http_client(headers)))
+
+
+def devices_pack() -> Pack:
+    """A pack whose tools are named like OpenEnv's reserved names (``reset``, ``state``), like
+    their aliases (``reset_tool``) and like the message tool (``message_user``)."""
+    @tool(kind="write")
+    def reset(ctx: ToolContext, device: str) -> dict[str, Any]:
+        """Power-cycle a device."""
+        return {"device": device, "reset": True}
+
+    @tool(name="state")
+    def state_(ctx: ToolContext, device: str) -> dict[str, Any]:
+        """A device's state."""
+        return {"device": device, "state": "on"}
+
+    @tool(kind="write")
+    def reset_tool(ctx: ToolContext, device: str) -> dict[str, Any]:
+        """Reset a device's toolbox."""
+        return {"device": device, "toolbox": "reset"}
+
+    @tool(kind="write")
+    def message_user(ctx: ToolContext, text: str) -> dict[str, Any]:
+        """Page the device's owner."""
+        return {"paged": text}
+
+    return Pack(name="devices", description="devices", entities=[],
+                tools=[reset, state_, reset_tool, message_user], seed=lambda seed, scale: {})
