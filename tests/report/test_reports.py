@@ -34,12 +34,14 @@ def stored(tmp_path_factory):
 
 def test_the_terminal_report_shows_every_section(stored):
     run, _, summary = stored
-    console = Console(record=True, width=160)
+    console = Console(record=True, width=80)
     console.print(render(summary, run))
     text = console.export_text()
-    for heading in ("pass rate", "pass^k", "by fault profile", "by injected fault kind",
-                    "by scenario, task and profile", "distributions", "flaky-network"):
+    for heading in ("pass rate", "pass^k", "by fault profile", "by fault kind",
+                    "by scenario, task and profile", "distributions", "flaky-network",
+                    "flip rate", "noise floor", "detectable", "safety"):
         assert heading in text, heading
+    assert max(len(line) for line in text.splitlines()) <= 80
 
 
 def test_the_html_report_is_self_contained_with_its_plots(stored):

@@ -22,7 +22,7 @@ def test_stress_prints_the_summary_and_stores_every_episode(mini, harsh_profile,
     out = stress(mini, "--policy", "no-retry", "--faults", harsh_profile, "--seeds", "4",
                  "--trials", "2", "--workers", "2", "--store", sqlite_url)
     assert set(out) == {"run_id", "episodes", "invalid", "pass_rate", "pass_hat_k", "by_fault",
-                        "safety_violations"}
+                        "safety_violations", "noise"}
     assert out["episodes"] == 2 * 2 * 4 * 2 and out["invalid"] == 0
     assert set(out["by_fault"]) == {"none", "harsh"}
     assert out["by_fault"]["none"] == {"pass_rate": 1.0, "delta_vs_none": 0.0}
