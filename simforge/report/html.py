@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+from markupsafe import Markup
 
 from simforge.report import svg
 from simforge.report.metrics import ablations, attribution, by_fault_kind, pass_hat_ks, worst_first
@@ -219,4 +220,70 @@ def write_html(
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(render_html(summary, run, episodes, others, **kw), encoding="utf-8")
+    return out
+
+
+def _group_table(rows: list[dict[str, Any]], what: str) -> Markup:
+    from html import escape
+
+    out = ['<table><tr><th class="l">' + escape(what) + '</th><th>cells</th><th>A</th>'
+           "<th>B</th><th>B - A</th><th>95% CI</th><th>only B / only A</th><th>p</th>"
+           "<th>p (FDR)</th></tr>"]
+    for r in rows:
+        pr, m = r["pass_rate"], r["mcnemar"]
+        css = "bad" if (pr["diff"] or 0) < 0 else "good" if (pr["diff"] or 0) > 0 else ""
+        name = escape(r["key"]) + (' <span class="dim">(one kind alone)</span>'
+                                   if r.get("ablation") else "")
+        ci = "-" if pr["ci"][0] is None else f"{100 * pr['ci'][0]:+.1f} to {100 * pr['ci'][1]:+.1f}"
+        out.append(f'<tr><td class="l">{name}</td><td>{r["cells"]}</td>'
+                   f'<td>{_pct(pr["a"])}</td><td>{_pct(pr["b"])}</td>'
+                   f'<td class="{css}">{100 * (pr["diff"] or 0):+.1f} pp</td><td>{ci}</td>'
+                   f'<td>{m["b_only"]} / {m["a_only"]}</td><td>{m["p"]:.3g}</td>'
+                   f'<td>{m["p_fdr"]:.3g}</td></tr>')
+    out.append("</table>")
+    return Markup("".join(out))
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{100 * v:.1f}%"
+
+
+def _forest(rows: list[dict[str, Any]], title: str, limit: int = 40) -> str:
+    shown = rows[:limit]
+    if not shown:
+        return ""
+    return svg.forest([(r["key"], r["pass_rate"]["diff"] or 0.0, r["pass_rate"]["ci"][0],
+                        r["pass_rate"]["ci"][1]) for r in shown],
+                      title=title + (f" (the {limit} worst of {len(rows)})"
+                                     if len(rows) > limit else ""))
+
+
+def render_compare_html(result: dict[str, Any], *, links: dict[str, str] | None = None) -> str:
+    """The comparison of two runs (:func:`simforge.report.compare.compare`) as one
+    self-contained page; ``links`` (``a``, ``b``) point at the runs' own reports."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        autoescape=jinja2.select_autoescape(["html", "j2"]),
+        undefined=jinja2.StrictUndefined,
+    )
+    return env.get_template("compare.html.j2").render(
+        result=result,
+        links=links or {},
+        charts={"profiles": _forest(result["by_profile"], "B - A by fault profile (95% CI)"),
+                "tasks": _forest(result["by_task"], "B - A by task (95% CI)")},
+        table=_group_table,
+        generated=time.strftime("%Y-%m-%d %H:%M:%S"),
+        pct=_pct,
+        pp=lambda v: "-" if v is None else f"{100 * v:+.1f} pp",
+        points=lambda v: "-" if v is None else f"{100 * v:.1f} pp",
+        f3=lambda v: "-" if v is None else f"{v:.3f}",
+        signed=lambda v: "-" if v is None else f"{v:+.3f}",
+    )
+
+
+def write_compare_html(path: str | os.PathLike[str], result: dict[str, Any],
+                       links: dict[str, str] | None = None) -> Path:
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(render_compare_html(result, links=links), encoding="utf-8")
     return out

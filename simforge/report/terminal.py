@@ -338,3 +338,78 @@ def render(summary: dict[str, Any], run: dict[str, Any] | None = None) -> Render
         parts.append(counts_table("invalid episodes", summary["invalid_reasons"], "reason"))
     parts.append(distributions_table(summary))
     return Group(*parts)
+
+
+# -- a comparison of two runs -------------------------------------------------------------------
+
+
+def _signed_ci(ci: list[float | None], scale: float = 100.0, fmt: str = "{:+.1f}") -> str:
+    if ci[0] is None or ci[1] is None:
+        return "-"
+    return f"[{fmt.format(scale * ci[0])}, {fmt.format(scale * ci[1])}]"
+
+
+def _p(p: float | None) -> str:
+    if p is None:
+        return "-"
+    return "<0.0001" if p < 0.0001 else f"{p:.4f}" if p < 0.01 else f"{p:.3f}"
+
+
+def compare_tables(result: dict[str, Any], limit: int = 15) -> RenderableType:
+    """``simforge compare`` in the terminal: the sentence, the overall figures, then the
+    profiles and tasks worst for B first."""
+    a, b = result["a"], result["b"]
+    head = Table(show_header=False, box=box.SIMPLE, pad_edge=False)
+    head.add_column("run", style="bold", no_wrap=True)
+    head.add_column("what", overflow="fold")
+    for side, name in ((a, "A"), (b, "B")):
+        head.add_row(name, f"{side['run_id']} · {side['policy']} · {side['episodes']} episodes")
+    head.add_row("paired", f"{result['shared_cells']} cells (same scenario, task, profile, "
+                 f"seed); {result['mcnemar']['pairs']} verdict pairs")
+    verdict = Text(result["verdict"], style="bold green" if result["significant"] else "bold")
+    overall = _table("B against A, paired cell by cell")
+    _label(overall, "measure", 12)
+    for col in ("A", "B", "B - A", "95% CI", "detectable"):
+        _num(overall, col)
+    pr, mr = result["pass_rate"], result["mean_reward"]
+    overall.add_row("pass rate", _pct(pr["a"]), _pct(pr["b"]), _delta(pr["diff"]),
+                    _signed_ci(pr["ci"]), _pp(pr["mdd"]))
+    overall.add_row("mean reward", _f3(mr["a"]), _f3(mr["b"]),
+                    "-" if mr["diff"] is None else f"{mr['diff']:+.3f}",
+                    _signed_ci(mr["ci"], 1.0, "{:+.3f}"), "-" if mr["mdd"] is None
+                    else f"{mr['mdd']:.3f}")
+    m = result["mcnemar"]
+    overall.caption = (f"McNemar (exact): {m['b_only']} pairs passed only in B, {m['a_only']} "
+                       f"only in A, p {_p(m['p'])}")
+    overall.caption_justify = "left"
+    parts: list[RenderableType] = [head, verdict, Text(""), overall]
+    for title, rows in (("by fault profile (worst for B first)", result["by_profile"]),
+                        ("by task (worst for B first)", result["by_task"])):
+        if not rows:
+            continue
+        table = _table(title)
+        table.add_column("profile" if "profile" in title else "scenario / task", no_wrap=True,
+                         max_width=32)
+        for col in ("cells", "A", "B", "B - A", "p (FDR)"):
+            _num(table, col)
+        for r in rows[:limit]:
+            if "profile" in title:
+                row = Text(shorten(r["key"], 32), style="dim" if r["ablation"] else "")
+            else:
+                scenario, task = r["key"].split("|", 1)
+                row = Text(shorten(scenario, 32), style="dim")
+                row.append("\n" + shorten(f"  {task}", 32), style="")
+            table.add_row(row, str(r["cells"]), _pct(r["pass_rate"]["a"]),
+                          _pct(r["pass_rate"]["b"]), _delta(r["pass_rate"]["diff"]),
+                          _p(r["mcnemar"]["p_fdr"]))
+        if len(rows) > limit:
+            table.caption = f"{len(rows) - limit} more (--json, --html)"
+            table.caption_justify = "left"
+        parts.append(table)
+    for note in result["warnings"]:
+        parts.append(Text(f"warning: {note}", style="yellow"))
+    return Group(*parts)
+
+
+def _f3(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"

@@ -255,6 +255,72 @@ def report(
     console.print(render(summary, run))
 
 
+def compare(
+    run_a: str = typer.Argument(..., help="Run A (the reference), or 'latest'."),
+    run_b: str = typer.Argument(..., help="Run B (compared against A), or 'latest'."),
+    store: str = typer.Option(None, "--store", help=STORE_HELP),
+    html: str = typer.Option(None, "--html", help="Also write a self-contained HTML page."),
+    as_json: bool = typer.Option(False, "--json", help="Print every figure as JSON."),
+) -> None:
+    """Two runs, paired over the cells both played (task, fault profile, seed): the difference
+    in pass rate and reward with a 95% interval, McNemar's exact test, the smallest difference
+    this size can detect, per task and profile worst first, and one sentence."""
+    from simforge.cli import console, err_console
+    from simforge.report.compare import compare as compare_runs
+    from simforge.report.terminal import compare_tables
+    from simforge.runs.store import RunStore
+
+    with run_errors():
+        run_store = RunStore(_store_url(store), create=False)
+        ids = [_resolve_run(run_store, r) for r in (run_a, run_b)]
+        runs = [run_store.run(r) for r in ids]
+        result = compare_runs(run_store.episodes(ids[0]), run_store.episodes(ids[1]),
+                              a_run=runs[0], b_run=runs[1])
+        if html:
+            from simforge.report.html import write_compare_html
+
+            write_compare_html(html, result)
+            err_console.print(f"wrote {html}", highlight=False)
+    if as_json:
+        sys.stdout.write(json.dumps(result, default=str) + "\n")
+        return
+    console.print(compare_tables(result))
+
+
+def regrade(
+    run_id: str = typer.Argument(..., help="The run to re-grade, or 'latest'."),
+    store: str = typer.Option(None, "--store", help=STORE_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print the outcome as JSON."),
+) -> None:
+    """Score a run's stored trajectories again with the current scenarios and validators, into
+    a new run linked to the old one (each episode replayed and checked against its record)."""
+    from simforge.cli import console, err_console
+    from simforge.runs.regrade import regrade as regrade_run
+    from simforge.runs.store import RunStore
+
+    with run_errors():
+        run_store = RunStore(_store_url(store), create=False)
+        run_id = _resolve_run(run_store, run_id)
+        total = run_store.count(run_id)
+        lines = LineProgress(err_console, f"re-grading {run_id}", total)
+        result = regrade_run(run_store, run_id,
+                             on_record=lambda _record, done, _total: lines.update(done))
+    if as_json:
+        sys.stdout.write(json.dumps(result.to_json()) + "\n")
+        return
+    console.print(
+        f"re-graded {result.episodes} episodes of {run_id} into run [bold]{result.run_id}[/]: "
+        f"{result.changed} changed verdict ({result.passed_to_failed} passed -> failed, "
+        f"{result.failed_to_passed} failed -> passed), {result.reward_changed} changed reward",
+        highlight=False)
+    for reason, n in result.not_replayed.items():
+        console.print(f"[yellow]not re-graded:[/] {n}: {reason}", highlight=False)
+    for line in result.versions:
+        console.print(f"grading changed: {line}", highlight=False)
+    console.print(f"compare: simforge compare {run_id} {result.run_id} --store "
+                  f"{run_store.display_url}", highlight=False)
+
+
 def export(
     run_ids: list[str] = typer.Argument(..., help="Run ids (or 'latest')."),
     fmt: str = typer.Option("openai-jsonl", "--format",
@@ -288,4 +354,6 @@ def register(app: typer.Typer) -> None:
     """Attach this layer's commands to the main CLI app."""
     app.command()(stress)
     app.command()(report)
+    app.command()(compare)
+    app.command()(regrade)
     app.command()(export)

@@ -56,8 +56,10 @@ def test_a_detectable_difference_is_never_below_what_mcnemar_can_see():
     assert stats.detectable(None, 10) is None
 
 
-def test_holm_adjusts_as_statsmodels_does():
-    assert stats.holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+def test_false_discovery_rate_adjusts_as_benjamini_hochberg():
+    # by hand: sorted 0.01, 0.03, 0.04 -> 0.03, 0.045, 0.04 -> monotone: 0.03, 0.04, 0.04
+    assert stats.fdr([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.04, 0.04])
+    assert stats.fdr([]) == []
 
 
 def test_t_interval_matches_scipys_paired_t_test():
