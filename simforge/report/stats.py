@@ -350,6 +350,13 @@ def recommend(comp: Components, *, target: float = TARGET, alpha: float = ALPHA,
                         "episodes": comp.groups * hi * trials,
                         "mdd": _r(mdd_at(comp, hi, trials, alpha=alpha, power=power))})
     options.sort(key=lambda o: (int(o["episodes"] or 0), -int(o["seeds"] or 0)))
+    # an option is worth showing only if it needs fewer seeds than every cheaper one (more
+    # trials buy nothing when the policy does not vary between trials)
+    kept: list[dict[str, Any]] = []
+    for option in options:
+        if all(int(option["seeds"] or 0) < int(k["seeds"] or 0) for k in kept):
+            kept.append(option)
+    options = kept
     return {"target": target, "groups": comp.groups, "options": options,
             "best": options[0] if options else None,
             "basis": "seeds and trials" if comp.between_seeds is not None

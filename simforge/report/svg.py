@@ -173,7 +173,9 @@ def bars_with_ci(items: dict[str, dict[str, Any]], *, title: str, width: int = 5
         body.append(f'<line x1="{cx:.1f}" y1="{y0 + h - h * lo:.1f}" x2="{cx:.1f}" '
                     f'y2="{y0 + h - h * hi:.1f}" stroke="#000" stroke-width="1.5"/>')
         body.append(_text(cx, y0 + h + 15, name[:16]))
-        body.append(_text(cx, y0 + h - h * rate - 5, f"{100 * rate:.0f}%"))
+        inside = rate > 0.9  # at the top, the label goes inside the bar, clear of the title
+        body.append(_text(cx, y0 + h - h * rate + (14 if inside else -5), f"{100 * rate:.0f}%",
+                          extra='fill="#fff"' if inside else ""))
     return _svg(width, height, body, title)
 
 
