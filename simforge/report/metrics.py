@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable
@@ -346,8 +347,9 @@ def evidence(
     """Every failed verdict of the run, one entry per offending item its evidence names (a
     call, a changed row, a missing fact), gates (safety and integrity) first. An entry gives
     the episode, the offending call when the validator names it (``call_id``) or, for a row
-    changed outside the task, the last successful call whose arguments or answer name that row
-    (``inferred``), its tool, arguments and simulated time, what was wrong (``detail``) and the
+    changed by a gate's violation, the call inferred from the row's id (``inferred``: for a
+    created row the first whose answer names it, else the last successful call whose arguments
+    or answer name it), its tool, arguments and simulated time, what was wrong (``detail``) and the
     rule's reason (the rule's own, else the validator's). ``trajectories`` (native JSON or
     parsed, by cell key) supply the arguments; without them the stored calls give tool and
     time."""
@@ -483,7 +485,8 @@ def validator_rule(name: str) -> str:
     if definition is None or not definition.description:
         return name
     text = " ".join(definition.description.replace("``", "").split())
-    for stop in (". ", ": "):
+    text = re.sub(r"\s*\([^()]*\)", "", text)  # asides in parentheses
+    for stop in (". ", ": ", "; "):
         if stop in text:
             text = text.split(stop, 1)[0]
     return text.rstrip(".")

@@ -59,8 +59,9 @@ def _table(title: str, **kw: Any) -> Table:
     return Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, **kw)
 
 
-def _num(table: Table, header: str, **kw: Any) -> None:
-    table.add_column(header, justify="right", no_wrap=True, min_width=len(header), **kw)
+def _num(table: Table, header: str, width: int = 0, **kw: Any) -> None:
+    table.add_column(header, justify="right", no_wrap=True, min_width=max(width, len(header)),
+                     **kw)
 
 
 def _label(table: Table, header: str, width: int | None = None, **kw: Any) -> None:
@@ -69,8 +70,7 @@ def _label(table: Table, header: str, width: int | None = None, **kw: Any) -> No
 
 def _ks(pass_hat_k: dict[Any, float]) -> str:
     ks = list(pass_hat_k)
-    shown = [k for k in ks if int(k) in (1, 2, 4, 8)] + ([ks[-1]] if ks and int(ks[-1]) > 8
-                                                        else [])
+    shown = [k for k in ks if int(k) in (1, 2, 4, 8)] + ks[-1:]  # and the largest k
     return "  ".join(f"k={k} {pass_hat_k[k]:.3f}" for k in dict.fromkeys(shown))
 
 
@@ -200,22 +200,25 @@ def kinds_table(summary: dict[str, Any]) -> Table:
 
 
 def tasks_table(summary: dict[str, Any], limit: int = TASK_ROWS) -> Table:
-    table = _table("by scenario, task and profile (worst first)")
-    table.add_column("scenario / task", no_wrap=True, max_width=32)
-    _label(table, "profile", 18)
-    for col in ("eps", "inv", "pass", "reward"):
-        _num(table, col)
+    table = _table("by scenario, task and profile (worst first; flip: the task's flip rate)")
+    table.add_column("scenario / task", no_wrap=True, max_width=26)
+    _label(table, "profile", 14)
+    for col, width in (("eps", 3), ("inv", 3), ("pass", 6), ("reward", 6), ("flip", 4)):
+        _num(table, col, width)
+    flips = (summary.get("noise") or {}).get("flips_by_task", {})
     rows = worst_first(summary["by_task"])
     if len(rows) > limit:
         table.caption = f"{len(rows) - limit} more rows (the HTML report lists them all)"
         table.caption_justify = "left"
     for key, v in rows[:limit]:
         scenario, task, profile = key.split("|")
-        name = Text(shorten(scenario, 32), style="dim")
-        name.append("\n" + shorten(f"  {task}", 32), style="")
+        name = Text(shorten(scenario, 26), style="dim")
+        name.append("\n" + shorten(f"  {task}", 26), style="")
+        flip = flips.get(f"{scenario}|{task}")
         table.add_row(name, profile, str(v["episodes"]), str(v["invalid"]),
                       Text(_pct(v["pass_rate"]), style=_rate_style(v["pass_rate"])),
-                      "-" if v["mean_reward"] is None else f"{v['mean_reward']:.3f}")
+                      "-" if v["mean_reward"] is None else f"{v['mean_reward']:.3f}",
+                      "-" if flip is None else f"{100 * flip['flip_rate']:.0f}%")
     return table
 
 
@@ -253,7 +256,7 @@ def distinct(entries: list[dict[str, Any]]) -> list[tuple[dict[str, Any], int]]:
 
 
 def evidence_table(entries: list[dict[str, Any]], *, title: str,
-                   limit: int = EVIDENCE_ROWS) -> Table:
+                   limit: int = EVIDENCE_ROWS, noun: str = "violation") -> Table:
     """The first ``limit`` distinct entries of :func:`simforge.report.metrics.evidence`: the
     episode, the offending call and the rule, in two short columns."""
     table = _table(title, show_lines=True)
@@ -271,14 +274,14 @@ def evidence_table(entries: list[dict[str, Any]], *, title: str,
         if e["call"]:
             what.append(call_text(e["call"]), style="cyan")
             if e["inferred"]:
-                what.append(" (the last call naming the row)", style="dim")
+                what.append(" (inferred: the call naming the row)", style="dim")
             what.append("\n")
         if e["detail"]:
             what.append(e["detail"] + "\n")
         what.append(f"rule: {e['reason']}", style="italic")
         table.add_row(episode, what)
     if len(shown) > limit:
-        table.caption = (f"{len(shown) - limit} more kinds of violation, {len(entries)} in all "
+        table.caption = (f"{len(shown) - limit} more kinds of {noun}, {len(entries)} in all "
                          "(every one in the HTML report)")
         table.caption_justify = "left"
     return table
@@ -334,6 +337,10 @@ def render(summary: dict[str, Any], run: dict[str, Any] | None = None) -> Render
                                     "and the rules they broke)"))
     if summary["failed_validators"]:
         parts.append(failed_table(summary))
+        others = [e for e in evidence if not e["gate"]]
+        if others:
+            parts.append(evidence_table(others, title="failed validators: the episodes, calls "
+                                        "and rules", noun="failure"))
     if summary["invalid_reasons"]:
         parts.append(counts_table("invalid episodes", summary["invalid_reasons"], "reason"))
     parts.append(distributions_table(summary))
