@@ -81,6 +81,8 @@ def _paired(cells: list[Cell], a: dict[Cell, dict[int, Episode]],
                                 ("mean_reward", diff_reward, reward_a, reward_b)):
         mean, se, df = stats.stratified_mean(diffs)
         lo, hi = stats.t_interval(mean, se, df) if se is not None else (None, None)
+        if lo is not None and hi is not None:  # a difference of rates lies in [-1, 1]
+            lo, hi = max(-1.0, lo), min(1.0, hi)
         out[name] = {
             "a": _r(float(np.mean(va))) if va else None,
             "b": _r(float(np.mean(vb))) if vb else None,

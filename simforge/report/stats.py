@@ -201,20 +201,23 @@ def stratified_mean(values: Mapping[Hashable, Sequence[float]]) -> tuple[float, 
     """The mean of per-cell values grouped by stratum, its standard error and degrees of
     freedom: the pooled within-stratum variance over the number of cells (the residual mean
     square of a one-way ANOVA, as OLS on stratum dummies gives it). When no stratum holds two
-    cells, the strata are pooled instead (an ordinary one-sample standard error)."""
+    cells, or when the strata show no variation at all while the values differ between them
+    (every seed of a task agreed: too few seeds to see their spread, not a spread of zero),
+    the strata are pooled instead: the ordinary one-sample standard error, which is larger."""
     flat = [float(x) for v in values.values() for x in v]
     n = len(flat)
     if n == 0:
         return (0.0, None, 0)
     mean = float(np.mean(flat))
     multi = [np.asarray(v, dtype=float) for v in values.values() if len(v) > 1]
+    var = 0.0
     if multi:
         df = sum(len(v) - 1 for v in multi)
         var = sum(float(np.sum((v - v.mean()) ** 2)) for v in multi) / df
-    elif n > 1:
+    if not multi or (var == 0 and len(set(flat)) > 1):
+        if n < 2:
+            return (mean, None, 0)
         df, var = n - 1, float(np.var(flat, ddof=1))
-    else:
-        return (mean, None, 0)
     return (mean, math.sqrt(var / n), df)
 
 

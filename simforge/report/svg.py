@@ -239,10 +239,10 @@ def timeline(calls: list[dict[str, Any]], faults: list[dict[str, Any]],
 
 
 def forest(rows: list[tuple[str, float, float | None, float | None]], *, title: str,
-           width: int = 620) -> str:
+           width: int = 700) -> str:
     """Differences with their intervals, one row each (label, value, low, high), around a zero
     line: the eye finds the rows whose interval leaves zero. Values are proportions."""
-    left, top, row = 250, 40, 20
+    left, top, row = 330, 40, 20
     height = top + row * max(1, len(rows)) + 40
     w = width - left - 30
     span = max([abs(v) for _, v, _, _ in rows] + [abs(x) for _, _, lo, hi in rows
@@ -257,7 +257,8 @@ def forest(rows: list[tuple[str, float, float | None, float | None]], *, title: 
             f'y2="{top + row * len(rows)}" stroke="#999" stroke-dasharray="3 3"/>']
     for i, (label, value, lo, hi) in enumerate(rows):
         y = top + row * i + row / 2
-        body.append(_text(left - 8, y + 4, label[-40:], "end"))
+        body.append(_text(left - 8, y + 4, label if len(label) <= 52 else "…" + label[-51:],
+                          "end"))
         significant = lo is not None and hi is not None and (lo > 0 or hi < 0)
         color = (PALETTE[2] if value > 0 else PALETTE[1]) if significant else "#555"
         if lo is not None and hi is not None:

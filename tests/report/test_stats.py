@@ -173,3 +173,15 @@ def test_the_recommendation_is_the_fewest_seeds_that_reach_the_target():
         assert stats.mdd_at(comp, seeds, trials) <= 0.05 < stats.mdd_at(comp, seeds - 1, trials)
         assert option["episodes"] == 3 * seeds * trials
     assert rec["best"]["episodes"] == min(o["episodes"] for o in rec["options"])
+
+
+def test_strata_without_any_variation_fall_back_to_the_pooled_standard_error():
+    from scipy.stats import ttest_1samp
+
+    # every seed of each stratum agrees, but the strata differ: three seeds cannot show spread
+    values = {"none": [0.0, 0.0, 0.0], "faulty": [-1.0, -1.0, -1.0]}
+    mean, se, df = stats.stratified_mean(values)
+    flat = [0.0, 0.0, 0.0, -1.0, -1.0, -1.0]
+    assert (mean, df) == (-0.5, 5)
+    assert se == pytest.approx(0.5 / abs(float(ttest_1samp(flat, 0.0).statistic)))
+    assert stats.stratified_mean({"a": [0.0, 0.0], "b": [0.0, 0.0]})[1] == 0.0  # all alike
