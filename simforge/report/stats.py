@@ -157,7 +157,8 @@ class Components:
     mean: float | None
     within: float | None
     cell_var: float | None
-    """Variance of cell means within groups (``between_seeds + within / K``)."""
+    """Variance of cell means within groups (``between_seeds + within / K``); when no group
+    varies at all but groups differ, the variance of all cell means (see :func:`components`)."""
     between_seeds: float | None
     df: int
     """Degrees of freedom of ``cell_var`` (cells minus groups with two or more cells)."""
@@ -187,6 +188,11 @@ def components(cells: Mapping[tuple[Hashable, Hashable], Sequence[float]]) -> Co
     if multi:
         df = sum(len(ms) - 1 for ms in multi)
         cell_var = sum(float(np.sum((ms - ms.mean()) ** 2)) for ms in multi) / df
+        flat = list(means.values())
+        if cell_var == 0 and len(set(flat)) > 1:
+            # every seed of every group agreed: too few seeds to see their spread, not a
+            # spread of zero; the variance of all cell means stands in (larger, conservative)
+            df, cell_var = len(flat) - 1, float(np.var(flat, ddof=1))
     harmonic = float(len(sizes) / np.sum(1.0 / sizes))
     if cell_var is not None:
         between = max(0.0, cell_var - within / harmonic) if within is not None else None

@@ -185,3 +185,13 @@ def test_strata_without_any_variation_fall_back_to_the_pooled_standard_error():
     assert (mean, df) == (-0.5, 5)
     assert se == pytest.approx(0.5 / abs(float(ttest_1samp(flat, 0.0).statistic)))
     assert stats.stratified_mean({"a": [0.0, 0.0], "b": [0.0, 0.0]})[1] == 0.0  # all alike
+
+
+def test_groups_that_never_vary_do_not_claim_a_variance_of_zero():
+    # a deterministic policy on three seeds: task a always fails, task b always passes
+    cells = {(g, s): [float(g == "b")] * 2 for g in ("a", "b") for s in range(3)}
+    comp = stats.components(cells)
+    assert comp.cell_var == pytest.approx(float(np.var([0, 0, 0, 1, 1, 1], ddof=1)))
+    assert comp.df == 5 and comp.within == 0.0
+    same = stats.components({("a", s): [1.0, 1.0] for s in range(3)})
+    assert same.cell_var == 0.0  # nothing differs anywhere: nothing to stand in
