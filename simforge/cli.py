@@ -166,52 +166,35 @@ def demo(
     out: Path = typer.Option(
         Path("simforge-demo"), "--out", "-o", help="Where the pack, store and report go."
     ),
-    seeds: int = typer.Option(1, "--seeds", "-n", help="Seeds per task."),
+    seeds: int = typer.Option(3, "--seeds", "-n", min=1, help="Seeds per task."),
+    trials: int = typer.Option(2, "--trials", "-k", min=1, help="Trials per cell."),
     workers: int = typer.Option(0, "--workers", "-w", help="Worker processes (0: in this one)."),
     as_json: bool = typer.Option(
-        False, "--json", help="Print one JSON object instead of the table."
+        False, "--json", help="Print one JSON object instead of the summary."
     ),
 ) -> None:
     """The whole pipeline on the shipped examples: traces ingested, a pack synthesized, every
-    scenario run with baselines without and with faults, scored, stored, reported."""
-    from simforge.demo import POLICIES, demo_table, run_demo
+    scenario run by a careful client, one that does not retry and two floors, without and with
+    faults (each fault kind also alone), scored, stored, compared and reported."""
+    from simforge.demo import demo_summary, run_demo
+    from simforge.runs.cli import LineProgress
 
-    with user_errors(), progress(console) as bar:
+    lines: dict[str, LineProgress] = {}
+    with user_errors(), progress(err_console) as bar:
         job = bar.add_task("starting", total=None)
 
         def advance(stage: str, done: int, total: int) -> None:
             bar.update(job, description=stage, completed=done, total=total)
+            if not err_console.is_terminal:  # piped: a line now and then, never silence
+                if stage not in lines:
+                    lines[stage] = LineProgress(err_console, stage, total)
+                lines[stage].update(done)
 
-        result = run_demo(out, seeds=seeds, workers=workers, advance=advance)
+        result = run_demo(out, seeds=seeds, trials=trials, workers=workers, advance=advance)
     if as_json:
         sys.stdout.write(json.dumps(result.to_json()) + "\n")
         return
-    wide = Console(width=max(console.width, 200)) if not console.is_terminal else console
-    ing, syn = result.ingest, result.synth
-    wide.print(
-        f"ingested {ing['episodes']} episodes ({ing['tool_calls']} tool calls, "
-        f"{ing['tools']} tools, {ing['rejected']} rejected); synthesized {syn['tools']} tools, "
-        f"{syn['entities']} entities and {syn['tasks']} tasks ({syn['gold_tasks']} with gold "
-        f"outcomes) into {syn['pack']}"
-    )
-    wide.print(demo_table(result.episodes))
-    careful = [e for e in result.episodes if e["policy"] == POLICIES[0]]
-    graded = [e for e in careful if e["reward"] is not None]
-    solved = sum(1 for e in graded if e["passed"])
-    ungraded = len(careful) - len(graded)
-    floor = [e for e in result.episodes if e["policy"] in POLICIES[1:]]
-    aside = f" ({ungraded} more invalid or ungraded: see the table)" if ungraded else ""
-    wide.print(
-        f"{len(result.episodes)} episodes over "
-        f"{len({e['scenario'] for e in result.episodes})} scenarios: "
-        f"the careful reference client passed {solved}/{len(graded)}{aside}; the no-op and the "
-        f"cheater scored {sum((e['reward'] or 0) for e in floor):.1f} in total over "
-        f"{len(floor)} episodes."
-    )
-    wide.print(
-        f"run store: {result.store}  ({', '.join(f'{p}: {r}' for p, r in result.runs.items())})"
-    )
-    wide.print(f"report: {result.report}")
+    console.print(demo_summary(result), width=min(console.width, 80))
 
 
 def _results_table(episodes: list[dict[str, Any]], *, title: str) -> Table:

@@ -1,35 +1,51 @@
-"""The demo: the whole pipeline on the shipped examples, in one place.
+"""The demo: the whole pipeline on the shipped examples, in one place, showing what simforge is
+for: how much a fault profile costs an agent, measured so that the number can be trusted.
 
 Example production traces are ingested, a pack is synthesized from them, and then every
-hand-written scenario and the synthesized one are run with three baseline policies (the
-reference solution played by a careful, retrying client; a no-op; a cheater), without faults and
-under a fault profile, paired by seed. Every episode is scored by the validators and stored in a
-run store; the table shows the rewards side by side with the validators that failed, and an HTML
-report of every run is written next to the store (``report.html``, the careful client's, lists
-them all and links to the others, in ``reports/``). When a new stage joins the
-pipeline it joins here, so that the demo stays the one place where all of it is shown.
+hand-written scenario and the synthesized one are run with four baseline policies, without
+faults and under a fault profile, paired by seed: the reference solution played by a careful
+client (retrying transient errors) and by one that gives up at the first error (``no-retry``),
+then two floors (a no-op and a cheater). The two clients are played on 3 seeds x 2 trials per
+task, and each fault kind of the profile is also played alone (``--attribute``), so the report
+says which kind costs what. Every episode is scored by the validators and stored in a run
+store; ``compare`` pairs the two clients cell by cell and says whether the gap is real.
+
+Written next to the store: ``report.html`` (the client that does not retry: its drop under
+faults with intervals, pass^k curves, the attributed fault kinds, every failed verdict with its
+call and trajectory), ``compare.html`` (the two clients, paired), and ``reports/`` (every other
+run), each page linking the others. The terminal gets a per-scenario summary that fits 80
+columns. When a new stage joins the pipeline it joins here, so that the demo stays the one place
+where all of it is shown.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rich.console import Group, RenderableType
 from rich.table import Table
+from rich.text import Text
 
 from simforge.config import NotFound
 from simforge.paths import resource_dirs
 from simforge.scenario import ScenarioRegistry, default_registry
 
-POLICIES = ("retrying", "noop", "cheater")
-"""The reference solution played as a careful client would (retrying transient errors), so that
-its faulty column shows whether a task is solvable under the profile; then the two floors."""
+CAREFUL, CARELESS = "retrying", "no-retry"
+POLICIES = (CAREFUL, CARELESS, "noop", "cheater")
+"""The reference solution played by a careful client (retrying transient errors), so that its
+faulty column shows whether a task is solvable under the profile; by a client that gives up at
+the first error, so that the profile's cost shows; then the two floors."""
 FAULTS = "flaky-network"
 """Declared solvable by every shipped scenario; the synthesized one is run under it as well."""
+SEEDS, TRIALS = 3, 2
+SUMMARY_LINES = 40
+"""The terminal summary's most lines (it fits 80 columns too)."""
 
 Advance = Callable[[str, int, int], None]
 """``advance(stage, done, total)`` for a progress display."""
@@ -43,7 +59,14 @@ class DemoResult:
     episodes: list[dict[str, Any]] = field(default_factory=list)
     runs: dict[str, str] = field(default_factory=dict)
     report: Path | None = None
+    compare_page: Path | None = None
     store: str = ""
+    seeds: int = SEEDS
+    trials: int = TRIALS
+    summaries: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per run name: pass rate, by profile, attribution, noise (the report's own figures)."""
+    compare: dict[str, Any] = field(default_factory=dict)
+    """``simforge compare`` of the careful client (A) and the careless one (B)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -52,7 +75,14 @@ class DemoResult:
             "synth": self.synth,
             "runs": self.runs,
             "store": self.store,
+            "seeds": self.seeds,
+            "trials": self.trials,
             "report": str(self.report) if self.report else None,
+            "compare_report": str(self.compare_page) if self.compare_page else None,
+            "summaries": self.summaries,
+            "compare": {k: self.compare.get(k) for k in (
+                "verdict", "significant", "pass_rate", "mean_reward", "mcnemar",
+                "shared_cells", "warnings")},
             "episodes": self.episodes,
         }
 
@@ -70,13 +100,15 @@ def example_traces() -> list[Path]:
 def run_demo(
     out: Path,
     *,
-    seeds: int = 1,
+    seeds: int = SEEDS,
+    trials: int = TRIALS,
     workers: int = 0,
     registry: ScenarioRegistry = default_registry,
     advance: Advance | None = None,
 ) -> DemoResult:
-    from simforge.report.html import write_html
-    from simforge.report.metrics import summarize
+    from simforge.report.compare import compare
+    from simforge.report.html import write_compare_html, write_html
+    from simforge.runs.cli import load_run
     from simforge.runs.matrix import RunConfig
     from simforge.runs.runner import execute, prepare
     from simforge.runs.store import RunStore
@@ -113,17 +145,21 @@ def run_demo(
         ingest={k: v for k, v in ingested.to_json().items() if k != "by_tool"},
         synth=_synth_summary(synth, pack_dir),
         store=f"sqlite:///{store_path}",
+        seeds=seeds,
+        trials=trials,
     )
     profiles = ["none", FAULTS]
     prepared = {}
     for policy in POLICIES:
-        prepared[policy] = prepare(
-            store, RunConfig(scenarios=hand_written, policy=policy, profiles=profiles, seeds=seeds)
-        )
+        client = policy in (CAREFUL, CARELESS)  # the floors need one trial and no attribution
+        k = trials if client else 1
+        prepared[policy] = prepare(store, RunConfig(
+            scenarios=hand_written, policy=policy, profiles=profiles, seeds=seeds, trials=k,
+            attribute=client,
+        ))
         if gold:
-            config = RunConfig(
-                scenarios=[synth_ref], policy=policy, profiles=profiles, seeds=seeds, tasks=gold
-            )
+            config = RunConfig(scenarios=[synth_ref], policy=policy, profiles=profiles,
+                               seeds=seeds, trials=k, tasks=gold)
             prepared[f"{policy} (synthesized)"] = prepare(store, config)
     total = sum(len(p.todo) for p in prepared.values())
     done = 0
@@ -135,30 +171,58 @@ def run_demo(
         tick("simulating and scoring", done, total)
 
     for name, run in prepared.items():
-        keep = name == POLICIES[0]
+        keep = name.split(" ")[0] in (CAREFUL, CARELESS)  # the two clients' trajectories
         execute(store, run, workers=workers, trajectories=keep, on_record=on_record)
         result.runs[name] = run.run_id
-    # one report per run, each listing all of them; report.html is the careful client's
-    summaries = {}
-    for name, run_id in result.runs.items():
-        episodes = store.episodes(run_id)
-        summaries[name] = (summarize(episodes, run_id=run_id), store.run(run_id), episodes)
-    files = {name: "report.html" if name == POLICIES[0] else f"reports/{_slug(name)}.html"
+    tick("reporting", 0, len(result.runs))
+    loaded = {name: load_run(store, run_id) for name, run_id in result.runs.items()}
+    result.compare = compare(loaded[CAREFUL][1], loaded[CARELESS][1],
+                             a_run=loaded[CAREFUL][0], b_run=loaded[CARELESS][0])
+    files = {name: "report.html" if name == CARELESS else f"reports/{_slug(name)}.html"
              for name in result.runs}
-    for name, (summary, run_row, episodes) in summaries.items():
+    result.compare_page = write_compare_html(
+        out / "compare.html", result.compare,
+        links={"a": files[CAREFUL], "b": files[CARELESS]})
+    for n, (name, (run_row, episodes, trajectories, summary)) in enumerate(loaded.items()):
+        result.summaries[name] = _figures(summary)
         here = (out / files[name]).parent
         others = [
             {"name": other, "run_id": s["run_id"], "episodes": s["episodes"],
              "invalid": s["invalid"], "pass_rate": s["pass_rate"], "mean_reward": s["mean_reward"],
              "href": None if other == name
              else os.path.relpath(out / files[other], start=here)}
-            for other, (s, _, _) in summaries.items()
+            for other, (_, _, _, s) in loaded.items()
         ]
-        path = write_html(out / files[name], summary, run_row, episodes, others)
-        if name == POLICIES[0]:
+        scenarios = "the synthesized scenario" if name.endswith("(synthesized)") else \
+            f"{len(hand_written)} scenarios"
+        title = f"simforge demo: {name.split(' ')[0]} on {scenarios}, without faults and " \
+                f"under {FAULTS}"
+        path = write_html(
+            out / files[name], summary, run_row, episodes, others, title=title,
+            trajectories=trajectories,
+            compare={"verdict": result.compare["verdict"],
+                     "href": os.path.relpath(out / "compare.html", start=here)}
+            if name in (CAREFUL, CARELESS) else None,
+        )
+        if name == CARELESS:
             result.report = path
+        tick("reporting", n + 1, len(result.runs))
     store.close()
     return result
+
+
+def _figures(summary: dict[str, Any]) -> dict[str, Any]:
+    noise = summary["noise"]
+    return {
+        "run_id": summary["run_id"], "episodes": summary["episodes"],
+        "ablation_episodes": summary["ablation_episodes"], "pass_rate": summary["pass_rate"],
+        "pass_hat_k": {str(k): v for k, v in summary["pass_hat_k"].items()},
+        "by_fault": summary["by_fault"], "attribution": summary["attribution"],
+        "noise": {"flip_rate": noise["flip_rate"], "noise_floor": noise["noise_floor"]["sd"],
+                  "mdd": noise["mdd"], "recommendation": (noise["recommendation"] or {}).get(
+                      "best")},
+        "safety_violations": summary["safety_violations"],
+    }
 
 
 def _slug(name: str) -> str:
@@ -183,6 +247,7 @@ def _row(record: dict[str, Any]) -> dict[str, Any]:
         "scenario": record["scenario"],
         "task": record["task"],
         "seed": record["seed"],
+        "trial": record["trial"],
         "policy": record["policy"],
         "faults": record["profile"],
         "reward": record["reward"],
@@ -199,55 +264,119 @@ def _row(record: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def demo_table(episodes: list[dict[str, Any]]) -> Table:
-    """One row per (scenario, task, seed): the careful client without and with faults, the
-    no-op and the cheater side by side, and which validators failed for whom."""
-    rows: dict[tuple[str, str, int], dict[tuple[str, str], dict[str, Any]]] = {}
-    for e in episodes:
-        rows.setdefault((e["scenario"], e["task"], e["seed"]), {})[(e["policy"], e["faults"])] = e
-    careful, noop, cheater = POLICIES
-    table = Table(
-        title="simforge demo: every task, scored, without and with faults", title_justify="left"
-    )
-    for col, justify in [
-        ("scenario", "left"),
-        ("task", "left"),
-        ("steps", "right"),
-        ("sim time", "right"),
-        (f"{careful}", "right"),
-        (f"{careful} + {FAULTS}", "right"),
-        ("noop", "right"),
-        ("cheater", "right"),
-        ("failed validators", "left"),
-    ]:
-        table.add_column(col, justify=justify, overflow="fold")  # type: ignore[arg-type]
-    for (scenario, task, _seed), by in sorted(rows.items()):
-        clean = by.get((careful, "none"))
-        faulty = by.get((careful, FAULTS))
-        failed = []
-        for (policy, profile), e in sorted(by.items()):
-            if e["failed"] or e["reward"] is None:
-                what = ", ".join(e["failed"]) or f"invalid: {e['invalid_reason']}"
-                failed.append(f"{policy}{'' if profile == 'none' else '+faults'}: {what}")
-        table.add_row(
-            scenario.rsplit("/", 1)[-1] if scenario.endswith(".yaml") else scenario,
-            task if len(task) <= 28 else task[:27] + "…",
-            str(clean["steps"]) if clean else "",
-            f"{clean['sim_time']:.1f} s" if clean else "",
-            _reward(clean),
-            _reward(faulty, fired=True),
-            _reward(by.get((noop, "none"))),
-            _reward(by.get((cheater, "none"))),
-            "; ".join(failed),
-        )
-    return table
+# -- the terminal summary ----------------------------------------------------------------------
 
 
-def _reward(e: dict[str, Any] | None, *, fired: bool = False) -> str:
-    if e is None:
+def _short(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _rate(passed: int, valid: int) -> Text:
+    if not valid:
+        return Text("-", style="yellow")
+    rate = passed / valid
+    style = "green" if rate >= 0.995 else ("yellow" if rate >= 0.7 else "red")
+    return Text(f"{100 * rate:.0f}%", style=style)
+
+
+def demo_summary(result: DemoResult, *, lines: int = SUMMARY_LINES,
+                 width: int = 80) -> RenderableType:
+    """The demo in at most ``lines`` lines of ``width`` columns: what went in, a row per
+    scenario (pass rate of each policy without faults and under the profile, worst first; the
+    scenarios past the budget folded into one line), the comparison's sentence, what each kind
+    of fault costs alone, and where the HTML is (per-task detail, evidence, trajectories)."""
+    import io
+
+    from rich.console import Console
+
+    ordered = _ordered(result)
+    for rows in range(len(ordered), 0, -1):
+        summary = _summary(result, ordered, rows)
+        probe = Console(width=width, file=io.StringIO(), record=True)
+        probe.print(summary)
+        if len(probe.export_text().splitlines()) <= lines:
+            return summary
+    return _summary(result, ordered, 0)
+
+
+def _counts(result: DemoResult) -> dict[tuple[str, str, str], list[int]]:
+    counts: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0])
+    for e in result.episodes:
+        if e["faults"] not in ("none", FAULTS) or e["reward"] is None:
+            continue
+        c = counts[(e["scenario"], e["policy"], e["faults"])]
+        c[0] += bool(e["passed"])
+        c[1] += 1
+    return counts
+
+
+def _ordered(result: DemoResult) -> list[str]:
+    """Scenarios, the ones the profile costs most first."""
+    counts = _counts(result)
+
+    def cost(s: str) -> tuple[float, str]:
+        p, n = counts[(s, CARELESS, FAULTS)]
+        q, m = counts[(s, CAREFUL, FAULTS)]
+        return ((p / n if n else 1.0) + (q / m if m else 1.0), s)
+
+    return sorted({s for s, _, _ in counts}, key=cost)
+
+
+def _summary(result: DemoResult, ordered: list[str], rows: int) -> RenderableType:
+    ing, syn = result.ingest, result.synth
+    counts = _counts(result)
+    intro = Text(
+        f"{ing['episodes']} traces ingested ({ing['tool_calls']} calls, {ing['rejected']} "
+        f"rejected) and synthesized into {syn['tools']} tools, {syn['entities']} entities and "
+        f"{syn['tasks']} tasks ({syn['gold_tasks']} gold); {len(result.episodes):,} episodes "
+        f"scored: {result.seeds} seeds x {result.trials} trials per task, each fault kind of "
+        f"{FAULTS} also alone.")
+    domains = {s.split("/", 1)[0] for s in ordered}
+    prefix = domains.pop() if len(domains) == 1 and all("/" in s for s in ordered) else ""
+    table = Table(box=None, pad_edge=False, padding=(0, 1), header_style="bold underline",
+                  title=f"pass rate per scenario, worst first (+flaky: under {FAULTS})",
+                  title_justify="left", title_style="bold")
+    table.add_column(f"scenario ({prefix}/…)" if prefix else "scenario", no_wrap=True,
+                     max_width=28, overflow="ellipsis")
+    for header in (CAREFUL, "+flaky", CARELESS, "+flaky", "noop", "cheater"):
+        table.add_column(header, justify="right", no_wrap=True, min_width=len(header))
+    shown, folded = ordered[:rows], ordered[rows:]
+    for s in shown:
+        name = s[len(prefix) + 1:] if prefix and s.startswith(prefix + "/") else s
+        table.add_row(_short(name, 28), *[
+            _rate(*counts[(s, pol, prof)])
+            for pol, prof in ((CAREFUL, "none"), (CAREFUL, FAULTS), (CARELESS, "none"),
+                              (CARELESS, FAULTS), ("noop", "none"), ("cheater", "none"))
+        ])
+    parts: list[RenderableType] = [intro, table]
+    if folded:
+        clean = sum(
+            all(counts[(s, pol, prof)][0] == counts[(s, pol, prof)][1]
+                for pol in (CAREFUL, CARELESS) for prof in ("none", FAULTS))
+            for s in folded)
+        parts.append(Text(f"{len(folded)} more scenarios ({clean} where neither client failed "
+                          "anything): see the report", style="dim"))
+    verdict = result.compare.get("verdict")
+    if verdict:
+        parts.append(Text(f"{verdict}.", style="bold green" if result.compare.get("significant")
+                          else "bold"))
+    attributed = _attributed(result)
+    if attributed:
+        parts.append(Text(attributed))
+    parts.append(Text(f"report: {result.report}  (per task, evidence, trajectories)\n"
+                      f"compare: {result.compare_page}\nstore: {result.store}"))
+    return Group(*parts)
+
+
+def _attributed(result: DemoResult) -> str:
+    """``no-retry under flaky-network: -33 pp; alone: error_status -20, ...``."""
+    figures = result.summaries.get(CARELESS) or {}
+    rows = [r for r in figures.get("attribution", []) if r["profile"] == FAULTS]
+    together = next((r for r in rows if r["kind"] is None), None)
+    alone = sorted((r for r in rows if r["kind"] is not None and r["how"] == "alone"),
+                   key=lambda r: r["delta_vs_none"] or 0)
+    if together is None or together["delta_vs_none"] is None or not alone:
         return ""
-    if e["reward"] is None:
-        return "[yellow]invalid[/]"
-    color = "green" if e["reward"] >= 0.999 else "red"
-    extra = f" ({len(e['faults_injected'])} faults)" if fired and e["faults_injected"] else ""
-    return f"[{color}]{e['reward']:.2f}[/]{extra}"
+    return (f"{CARELESS} under {FAULTS}: {100 * together['delta_vs_none']:+.1f} pp; each kind "
+            "alone: " + ", ".join(f"{r['kind']} {100 * (r['delta_vs_none'] or 0):+.1f}"
+                                  for r in alone))

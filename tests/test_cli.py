@@ -83,35 +83,75 @@ def test_scenarios_and_tools_are_listed_as_json():
     assert all(t["input_schema"]["type"] == "object" and t["description"] for t in tools)
 
 
-def test_demo_runs_the_whole_pipeline(tmp_path):
-    """Traces ingested and synthesized into a pack; every hand-written task, without faults and
-    under a profile its scenario declares solvable: the careful reference client solves it, the
-    no-op and the cheater score nothing; a run store and an HTML report are written."""
-    result = runner.invoke(app, ["demo", "--json", "--out", str(tmp_path)])
+def test_demo_shows_a_real_drop_under_faults_in_80_columns(tmp_path, monkeypatch):
+    """Traces ingested and synthesized into a pack; every task played by a careful client and
+    by one that does not retry (3 seeds x 2 trials, each fault kind also alone) and by two
+    floors, without faults and under a profile every scenario declares solvable. The careful
+    client solves everything, the no-op and the cheater nothing, and the client that does not
+    retry drops under faults: the report shows it with an interval, pass^k curves and the fault
+    kinds attributed, and compare calls the gap real. The summary fits 80 columns in 40 lines,
+    and progress is shown although the output is a pipe."""
+    import sqlite3
+
+    from rich.console import Console
+
+    monkeypatch.setattr("simforge.cli.console", Console(width=80))
+    result = runner.invoke(app, ["demo", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert len(lines) <= 40 and max(len(line) for line in lines) <= 80, result.stdout
+    said = " ".join(result.stdout.split())
+    assert "B (no-retry) is worse than A (retrying) by" in said
+    assert "each kind alone: " in said and "latency +0.0" in said
+    assert "simulating and scoring:" in result.stderr  # progress lines, piped
+    assert (tmp_path / "synth-pack" / "pack.yaml").is_file()
+
+    report = (tmp_path / "report.html").read_text()
+    assert "simforge demo: no-retry on" in report and "<script" not in report
+    assert re.search(r"<td class=\"l\">flaky-network</td><td>\d+</td><td>(\d+\.\d)%</td>\s*"
+                     r"<td>\d+\.\d%\u2013\d+\.\d%</td>", report)  # below 100%, with its interval
+    rate = float(re.search(r"<td class=\"l\">flaky-network</td><td>\d+</td><td>(\d+\.\d)%",
+                           report).group(1))
+    assert rate < 100
+    curves = next(part for part in report.split("<svg") if "pass^k by fault profile" in part)
+    assert curves.count("<polyline") >= 2  # pass^k curves, not a sentence
+    attributed = report[report.index("By fault kind: each kind alone"):]
+    assert attributed.count("<td class=\"l\">alone") == 4  # flaky-network's four kinds
+    assert "B (no-retry) is worse than A (retrying)" in report
+    compare = (tmp_path / "compare.html").read_text()
+    assert "is worse than A (retrying) by" in compare
+    # every run has a report, and each lists all of them with links that resolve
+    reports = [tmp_path / "report.html", *sorted((tmp_path / "reports").glob("*.html"))]
+    assert len(reports) == 8
+    for page in reports:
+        html = page.read_text()
+        assert "Runs side by side" in html
+        for href in re.findall(r'href="([^"#]+)"', html):
+            assert (page.parent / href).is_file(), (page, href)
+
+    db = sqlite3.connect(tmp_path / "runs.db")
+    rows = db.execute("SELECT policy, profile, reward, scenario FROM episodes").fetchall()
+    hand = [r for r in rows if not r[3].startswith("synth/")]
+    careful = [r for r in hand if r[0] == "retrying"]
+    assert careful and all(r[2] == 1.0 for r in careful), "the careful client solves every task"
+    assert {r[1] for r in careful} >= {"none", "flaky-network", "flaky-network--timeout"}
+    assert all(r[2] == 0.0 for r in hand if r[0] in ("noop", "cheater"))
+    careless = [r for r in hand if r[0] == "no-retry" and r[1] == "flaky-network"]
+    assert any(r[2] < 1.0 for r in careless)
+    assert any(r[3].startswith("synth/") for r in rows)
+
+
+def test_demo_json_names_every_run_and_the_comparison(tmp_path):
+    result = runner.invoke(app, ["demo", "--json", "--out", str(tmp_path), "--seeds", "1",
+                                 "--trials", "1"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["ingest"]["episodes"] > 0 and data["ingest"]["rejected"] == 0
-    assert data["synth"]["tools"] > 0 and (tmp_path / "synth-pack" / "pack.yaml").is_file()
-    assert Path(data["report"]).is_file() and "<svg" in Path(data["report"]).read_text()
-    # every run has a report, and each lists all of them with links that resolve
-    report = Path(data["report"])
-    reports = [report, *sorted((tmp_path / "reports").glob("*.html"))]
-    assert len(reports) == len(data["runs"]) == 6
-    for page in reports:
-        html = page.read_text()
-        assert "Runs side by side" in html and html.count("</tr>") > 6
-        for href in re.findall(r'href="([^"]+)"', html):
-            assert (page.parent / href).is_file(), (page, href)
-    episodes = [e for e in data["episodes"] if not e["scenario"].startswith("synth/")]
-    by_policy = {p: [e for e in episodes if e["policy"] == p] for p in ("retrying", "noop", "cheater")}
-    assert all(by_policy.values())
-    assert {e["faults"] for e in by_policy["retrying"]} == {"none", "flaky-network"}
-    failed = [(e["scenario"], e["task"], e["faults"], e["reward"]) for e in by_policy["retrying"] if e["reward"] != 1.0]
-    assert not failed
-    assert all(e["reward"] == 0.0 for e in by_policy["noop"] + by_policy["cheater"])
-    assert any(e["scenario"].startswith("synth/") for e in data["episodes"])
-    table = runner.invoke(app, ["demo", "--out", str(tmp_path)])
-    assert table.exit_code == 0 and "cheater" in table.stdout and "report:" in table.stdout
+    assert set(data["runs"]) == {f"{p}{s}" for p in ("retrying", "no-retry", "noop", "cheater")
+                                 for s in ("", " (synthesized)")}
+    assert Path(data["report"]).is_file() and Path(data["compare_report"]).is_file()
+    assert data["compare"]["verdict"] and data["summaries"]["no-retry"]["attribution"]
+    assert (data["seeds"], data["trials"]) == (1, 1)
 
 
 def _native_source(tmp_path: Path) -> Path:

@@ -13,23 +13,41 @@ nobody injected) are counted and reported, and kept out of every rate.
 - **robustness delta**: pass rate under a profile minus pass rate under ``none`` over the *same*
   (scenario, task, seed, trial) cells, so the difference is the fault's effect and not a
   difference of sampled worlds; per fault kind, over the episodes where that kind fired;
-- **safety violations**: failed gate verdicts (safety and integrity) by validator;
+- **attribution**: per profile and fault kind, the paired delta of the kind played *alone* (the
+  ablated profiles ``PROFILE--KIND`` of ``stress --attribute``); a kind without an ablation gets
+  the figure over the episodes where it fired, marked ``co-fired`` (it shares the blame with
+  whatever fired beside it). Ablated episodes are kept out of every other rate: they answer
+  "which kind", not "how good";
+- **noise and power** (:mod:`simforge.report.stats`): per task, the verdict flip rate across
+  trials of a cell; the noise floor (how much the pass rate moves when the same cells are
+  played again); the minimum detectable difference against another run of this matrix; the
+  seeds and trials that bring it to a target;
+- **safety violations**: failed gate verdicts (safety and integrity) by validator, and every
+  failed verdict as evidence: the episode, the offending call (tool, arguments, simulated time)
+  and the rule's reason;
 - **flakiness**: reward variance across the trials of one (scenario, task, profile, seed).
 """
 
 from __future__ import annotations
 
+import json
 import math
+import re
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from typing import Any
 
+from simforge.report import stats
 from simforge.scoring.metrics import pass_hat_k
 
 Episode = dict[str, Any]
 GATE_CATEGORIES = ("safety", "integrity")
 BASELINE = "none"
+ABLATION = "--"
+"""``PROFILE--KIND``: the profile played with only its rules of one kind (``stress --attribute``,
+see :mod:`simforge.runs.matrix`)."""
+BACKGROUND = "background"
 
 
 def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -291,34 +309,269 @@ def _mean_reward(valid: list[Episode]) -> float | None:
     return round(statistics.fmean(e["reward"] for e in valid), 6) if valid else None
 
 
-def summarize(episodes: list[Episode], *, run_id: str | None = None) -> dict[str, Any]:
-    """Every metric of a run, JSON-able."""
+def ablations(episodes: Iterable[Episode]) -> dict[str, tuple[str, str]]:
+    """``{profile: (base profile, fault kind)}`` for the ablated profiles among the episodes':
+    named ``BASE--KIND``, where ``BASE`` is a profile of the run and ``KIND`` a fault kind."""
+    from simforge.faults.registry import KINDS
+
+    names = {e["profile"] for e in episodes}
+    out = {}
+    for name in names:
+        if ABLATION not in name:
+            continue
+        base, kind = name.rsplit(ABLATION, 1)
+        if base in names and (kind in KINDS or kind == BACKGROUND):
+            out[name] = (base, kind)
+    return out
+
+
+def attribution(episodes: list[Episode], *, split: str | None = None) -> list[dict[str, Any]]:
+    """One row per (faulty profile, fault kind), then the profile's own row (``how``
+    ``together``): each kind alone where the run has its ablation, else over the episodes where
+    it fired (``co-fired``); a profile of which one kind ever fired measures that kind itself
+    (``only kind``). ``interaction`` on a profile's row: its delta minus the sum of its kinds'
+    deltas alone (what the kinds do to each other), when every kind was played alone. With
+    ``split`` (an episode field, e.g. ``scenario``), the rows of each of its values, carrying
+    it (for the heatmap)."""
+    if split is not None:
+        values = sorted({e[split] for e in episodes})
+        return [dict(row, **{split: value}) for value in values
+                for row in attribution([e for e in episodes if e[split] == value])]
+    parts = ablations(episodes)
     valid = _valid(episodes)
+    baseline = {_cell(e): e for e in valid if e["profile"] == BASELINE}
+    by_profile: dict[str, list[Episode]] = defaultdict(list)
+    for e in valid:
+        by_profile[e["profile"]].append(e)
+    rows: list[dict[str, Any]] = []
+    bases = sorted(p for p in by_profile if p != BASELINE and p not in parts)
+    for base in bases:
+        main = by_profile[base]
+        alone = {kind: name for name, (b, kind) in parts.items() if b == base}
+        fired = sorted({f["kind"] for e in main for f in e.get("faults", [])} | set(alone))
+        solo_sum: float | None = 0.0
+        for kind in fired:
+            if kind in alone:
+                group, how = by_profile[alone[kind]], "alone"
+            elif len(fired) == 1:
+                group, how = main, "only kind"
+            else:
+                group = [e for e in main if any(f["kind"] == kind for f in e.get("faults", []))]
+                how = "co-fired"
+            delta, pairs = _paired_delta(group, baseline)
+            if how == "co-fired" or delta is None:
+                solo_sum = None
+            elif solo_sum is not None:
+                solo_sum += delta
+            rows.append({
+                "profile": base, "kind": kind, "how": how, **rate(group),
+                "delta_vs_none": delta, "pairs": pairs,
+                "fired": sum(1 for e in group for f in e.get("faults", []) if f["kind"] == kind),
+            })
+        delta, pairs = _paired_delta(main, baseline)
+        rows.append({
+            "profile": base, "kind": None, "how": "together", **rate(main),
+            "delta_vs_none": delta, "pairs": pairs,
+            "fired": sum(len(e.get("faults", [])) for e in main),
+            "interaction": None if solo_sum is None or delta is None or len(fired) < 2
+            else round(delta - solo_sum, 6),
+        })
+    return rows
+
+
+def evidence(
+    episodes: Iterable[Episode], trajectories: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """Every failed verdict of the run, one entry per offending item its evidence names (a
+    call, a changed row, a missing fact), gates (safety and integrity) first. An entry gives
+    the episode, the offending call when the validator names it (``call_id``) or, for a row
+    changed by a gate's violation, the call inferred from the row's id (``inferred``: for a
+    created row the first whose answer names it, else the last successful call whose arguments
+    or answer name it), its tool, arguments and simulated time, what was wrong (``detail``) and the
+    rule's reason (the rule's own, else the validator's). ``trajectories`` (native JSON or
+    parsed, by cell key) supply the arguments; without them the stored calls give tool and
+    time."""
+    entries: list[dict[str, Any]] = []
+    parsed: dict[str, dict[str, Any]] = {}
+    episodes_list = list(episodes)
+    for e in episodes_list:
+        failed = [v for v in e.get("verdicts", []) if not v["passed"]]
+        if not failed:
+            continue
+        calls = _calls_of(e, (trajectories or {}).get(e["key"]) if "key" in e else None, parsed)
+        for v in failed:
+            for item, detail in _items(v.get("evidence") or {}):
+                call, inferred = _offending_call(item, calls, v["category"])
+                reason = str(item.get("reason") or "") if item else ""
+                rule = item.get("rule") if item else None
+                if isinstance(rule, str) and rule:
+                    reason = f"rule {rule}" + (f": {reason}" if reason else "")
+                entries.append({
+                    "key": e.get("key") or _key(e), "scenario": e["scenario"], "task": e["task"],
+                    "profile": e["profile"], "seed": e["seed"], "trial": e["trial"],
+                    "validator": v["name"], "category": v["category"],
+                    "gate": v["category"] in GATE_CATEGORIES,
+                    "call": call, "inferred": inferred, "detail": detail,
+                    "reason": reason or validator_rule(v["name"]),
+                })
+    ablated = ablations(episodes_list)
+    entries.sort(key=lambda x: (not x["gate"], x["profile"] in ablated, x["validator"],
+                                x["scenario"], x["task"], x["profile"], x["seed"], x["trial"]))
+    return entries
+
+
+def _key(e: Episode) -> str:
+    return f"{e['scenario']}|{e['task']}|{e['profile']}|{e['seed']}|{e['trial']}"
+
+
+def _calls_of(e: Episode, trajectory: Any, parsed: dict[str, dict[str, Any]]
+              ) -> dict[str, dict[str, Any]]:
+    """The episode's calls by id: from its trajectory (with arguments and answers) when there
+    is one, else the stored steps (tool and times)."""
+    if trajectory is not None:
+        data = json.loads(trajectory) if isinstance(trajectory, str) else trajectory
+        return {c["call_id"]: c for c in data.get("tool_calls", [])}
+    return {c["call_id"]: c for c in e.get("calls", [])}
+
+
+_DETAIL_SKIP = {"call_id", "tool", "args", "reason", "rule"}
+
+
+def _items(evidence: dict[str, Any]) -> list[tuple[dict[str, Any] | None, str]]:
+    """The offending items of a verdict's evidence: each dict of its lists of dicts (with what
+    was wrong about it), else one summary of the evidence."""
+    out: list[tuple[dict[str, Any] | None, str]] = []
+    for name, value in evidence.items():
+        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            out += [(item, _describe(name, item)) for item in value]
+    if out:
+        return out
+    parts = []
+    for name, value in evidence.items():
+        if value in (None, [], {}, "", 0) and name not in ("missing",):
+            continue
+        if isinstance(value, list):
+            value = ", ".join(_short(v) for v in value[:8]) + (" ..." if len(value) > 8 else "")
+        elif isinstance(value, dict):
+            value = _short(value)
+        parts.append(f"{name}: {value}")
+    return [(None, "; ".join(parts)[:300] or "failed")]
+
+
+def _describe(list_name: str, item: dict[str, Any]) -> str:
+    what = []
+    if "entity" in item and "id" in item:
+        row = f"{item['entity']} {item['id']}"
+        if item.get("field"):
+            row += f".{item['field']}"
+        if item.get("fields"):
+            row += f" ({', '.join(map(str, item['fields']))})"
+        if item.get("op"):
+            row += f" {item['op']}"
+        what.append(row)
+    if "expected" in item:
+        what.append(f"expected {_short(item['expected'])}, found {_short(item.get('found'))}")
+    done = {"entity", "id", "field", "fields", "op", "expected", "found", *_DETAIL_SKIP}
+    what += [f"{k} {_short(v)}" for k, v in item.items() if k not in done and v not in (None, "")]
+    return f"{list_name.replace('_', ' ')}: " + "; ".join(what) if what else ""
+
+
+def _short(value: Any, width: int = 60) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _offending_call(item: dict[str, Any] | None, calls: dict[str, dict[str, Any]],
+                    category: str) -> tuple[dict[str, Any] | None, bool]:
+    if not item:
+        return None, False
+    call_id = item.get("call_id") or (item.get("where") if item.get("where") in calls else None)
+    if call_id:
+        c = calls.get(call_id) or {}
+        return {"call_id": call_id, "tool": c.get("tool") or item.get("tool"),
+                "args": c.get("args", item.get("args")), "started_at": c.get("started_at"),
+                "ended_at": c.get("ended_at"), "error": c.get("error")}, False
+    if category in GATE_CATEGORIES and "id" in item:  # a row changed: the call that did it
+        needle = json.dumps(str(item["id"]))
+        ok = [c for c in calls.values() if not c.get("error") and ("args" in c or "result" in c)]
+        if item.get("op") == "created":  # the call whose answer first names the new row
+            found = [c for c in ok if needle in json.dumps(c.get("result"), default=str)][:1]
+        else:
+            found = []
+        if not found:  # else the last call whose arguments (or answer) name it
+            found = [c for c in ok if needle in json.dumps(c.get("args"), default=str)
+                     or needle in json.dumps(c.get("result"), default=str)][-1:]
+        if found:
+            c = found[0]
+            return {"call_id": c["call_id"], "tool": c.get("tool"), "args": c.get("args"),
+                    "started_at": c.get("started_at"), "ended_at": c.get("ended_at"),
+                    "error": None}, True
+    return None, False
+
+
+def validator_rule(name: str) -> str:
+    """The first clause of a validator's description: the rule it holds the agent to."""
+    from simforge.scoring import VALIDATORS, load_validator_plugins
+
+    definition = VALIDATORS.get(name)
+    if definition is None:
+        try:
+            load_validator_plugins()
+        except Exception:  # a broken plugin must not break a report
+            return name
+        definition = VALIDATORS.get(name)
+    if definition is None or not definition.description:
+        return name
+    text = " ".join(definition.description.replace("``", "").split())
+    text = re.sub(r"\s*\([^()]*\)", "", text)  # asides in parentheses
+    for stop in (". ", ": ", "; "):
+        if stop in text:
+            text = text.split(stop, 1)[0]
+    return text.rstrip(".")
+
+
+def summarize(
+    episodes: list[Episode],
+    *,
+    run_id: str | None = None,
+    trajectories: dict[str, Any] | None = None,
+    target: float = stats.TARGET,
+) -> dict[str, Any]:
+    """Every metric of a run, JSON-able. Ablated episodes (``stress --attribute``) feed the
+    attribution only; ``trajectories`` (by cell key) give the evidence its call arguments."""
+    split = ablations(episodes)
+    main = [e for e in episodes if e["profile"] not in split]
+    valid = _valid(main)
     overall = rate(valid)
-    invalid = len(episodes) - len(valid)
+    invalid = len(main) - len(valid)
     return {
         "run_id": run_id,
-        "episodes": len(episodes),
+        "episodes": len(main),
+        "ablation_episodes": len(episodes) - len(main),
         "invalid": invalid,
-        "invalid_rate": round(invalid / len(episodes), 6) if episodes else None,
+        "invalid_rate": round(invalid / len(main), 6) if main else None,
         "pass_rate": overall["pass_rate"],
         "pass_rate_ci": overall["ci"],
         "mean_reward": _mean_reward(valid),
         "pass_hat_k": pass_hat_ks(valid),
-        "by_fault": by_profile(episodes),
-        "by_fault_kind": by_fault_kind(episodes),
-        "by_task": by_task(episodes),
+        "by_fault": by_profile(main),
+        "by_fault_kind": by_fault_kind(main),
+        "attribution": attribution(episodes),
+        "attributed": bool(split),
+        "by_task": by_task(main),
+        "noise": stats.noise(main, target=target),
         "safety_violations": safety_violations(episodes),
-        "cheating": cheating(episodes),
-        "injection": injection(episodes),
-        "failed_validators": failed_validators(episodes),
-        "flakiness": flakiness(episodes),
+        "evidence": evidence(episodes, trajectories),
+        "cheating": cheating(main),
+        "injection": injection(main),
+        "failed_validators": failed_validators(main),
+        "flakiness": flakiness(main),
         "invalid_reasons": dict(
             Counter((e["invalid_reason"] or "")[:120] for e in episodes if e["reward"] is None)
         ),
         "steps": distribution([float(e["steps"]) for e in valid]),
         "sim_time": distribution([float(e["sim_time"]) for e in valid]),
-        "wall_s": distribution([float(e["wall_s"]) for e in episodes]),
+        "wall_s": distribution([float(e["wall_s"]) for e in main]),
         "call_latency": distribution(call_latencies(valid)),
     }
 
@@ -336,4 +589,6 @@ def stress_summary(summary: dict[str, Any]) -> dict[str, Any]:
             for p, v in summary["by_fault"].items()
         },
         "safety_violations": summary["safety_violations"],
+        "noise": {k: summary["noise"][k] for k in ("flip_rate", "mdd")}
+        | {"noise_floor": summary["noise"]["noise_floor"]["sd"]},
     }

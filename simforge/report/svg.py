@@ -173,5 +173,103 @@ def bars_with_ci(items: dict[str, dict[str, Any]], *, title: str, width: int = 5
         body.append(f'<line x1="{cx:.1f}" y1="{y0 + h - h * lo:.1f}" x2="{cx:.1f}" '
                     f'y2="{y0 + h - h * hi:.1f}" stroke="#000" stroke-width="1.5"/>')
         body.append(_text(cx, y0 + h + 15, name[:16]))
-        body.append(_text(cx, y0 + h - h * rate - 5, f"{100 * rate:.0f}%"))
+        inside = rate > 0.9  # at the top, the label goes inside the bar, clear of the title
+        body.append(_text(cx, y0 + h - h * rate + (14 if inside else -5), f"{100 * rate:.0f}%",
+                          extra='fill="#fff"' if inside else ""))
+    return _svg(width, height, body, title)
+
+
+def timeline(calls: list[dict[str, Any]], faults: list[dict[str, Any]],
+             messages: list[dict[str, Any]], *, title: str, width: int = 900) -> str:
+    """One episode in simulated time: a row per tool call (a bar from start to end, red when it
+    failed), the injected faults as triangles on the call they hit, and the messages as ticks
+    on a top row (user above, agent below)."""
+    left, top, row = 190, 44, 18
+    times = [t for c in calls for t in (c.get("started_at"), c.get("ended_at")) if t is not None]
+    times += [m["timestamp"] for m in messages if m.get("timestamp") is not None]
+    times += [f["sim_time"] for f in faults if f.get("sim_time") is not None]
+    end = max(times or [1.0]) or 1.0
+    height = top + row * max(1, len(calls)) + 40
+    w = width - left - 20
+
+    def px(t: float) -> float:
+        return left + w * t / end
+
+    body = [_text(width / 2, 14, title, extra='font-weight="bold"'),
+            _text(left - 8, top - 16, "messages", "end")]
+    for m in messages:
+        if m.get("timestamp") is None or m.get("role") == "tool":
+            continue
+        user = m.get("role") == "user"
+        x = px(m["timestamp"])
+        body.append(f'<rect x="{x - 1.5:.1f}" y="{top - (26 if user else 16)}" width="3" '
+                    f'height="9" fill="{PALETTE[2] if user else PALETTE[4]}">'
+                    f'<title>{escape(str(m.get("role")))} at {m["timestamp"]:.2f} s: '
+                    f'{escape(str(m.get("content") or "")[:200])}</title></rect>')
+    rows: dict[Any, float] = {}
+    for i, c in enumerate(calls):
+        y = top + row * i
+        rows[c.get("call_id")] = y
+        body.append(_text(left - 8, y + 12, f"{i + 1}. {str(c.get('tool'))[:24]}", "end"))
+        start, stop = c.get("started_at"), c.get("ended_at")
+        if start is None:
+            continue
+        stop = start if stop is None else stop
+        color = PALETTE[1] if c.get("error") else PALETTE[0]
+        error = ": " + escape(str(c["error"])[:120]) if c.get("error") else ""
+        bar = max(2.0, px(stop) - px(start))
+        body.append(f'<rect x="{px(start):.1f}" y="{y + 3}" width="{bar:.1f}" '
+                    f'height="{row - 6}" fill="{color}"><title>{escape(str(c.get("tool")))} '
+                    f'{start:.2f}-{stop:.2f} s{error}</title></rect>')
+    for f in faults:
+        hit = rows.get(f.get("call_id"))
+        if hit is None or f.get("sim_time") is None:
+            continue
+        x = px(f["sim_time"])
+        body.append(f'<path d="M{x:.1f},{hit + 1} l-5,-7 h10 z" fill="{PALETTE[3]}" stroke="#000" '
+                    f'stroke-width="0.5"><title>{escape(str(f.get("kind")))} '
+                    f'({escape(str(f.get("rule") or ""))}) at {f["sim_time"]:.2f} s</title></path>')
+    axis_y = top + row * max(1, len(calls)) + 6
+    body.append(f'<line x1="{left}" y1="{axis_y}" x2="{left + w}" y2="{axis_y}" stroke="#333"/>')
+    for i in range(6):
+        t = end * i / 5
+        body.append(_text(px(t), axis_y + 14, f"{t:.3g}"))
+    body.append(_text(left + w / 2, axis_y + 28, "simulated seconds"))
+    return _svg(width, height, body, title)
+
+
+def forest(rows: list[tuple[str, float, float | None, float | None]], *, title: str,
+           width: int = 700) -> str:
+    """Differences with their intervals, one row each (label, value, low, high), around a zero
+    line: the eye finds the rows whose interval leaves zero. Values are proportions."""
+    left, top, row = 330, 40, 20
+    height = top + row * max(1, len(rows)) + 40
+    w = width - left - 30
+    span = max([abs(v) for _, v, _, _ in rows] + [abs(x) for _, _, lo, hi in rows
+                                                   for x in (lo, hi) if x is not None] + [0.05])
+    span = min(1.0, span * 1.1)
+
+    def px(v: float) -> float:
+        return left + w * (v + span) / (2 * span)
+
+    body = [_text(width / 2, 16, title, extra='font-weight="bold"'),
+            f'<line x1="{px(0):.1f}" y1="{top - 6}" x2="{px(0):.1f}" '
+            f'y2="{top + row * len(rows)}" stroke="#999" stroke-dasharray="3 3"/>']
+    for i, (label, value, lo, hi) in enumerate(rows):
+        y = top + row * i + row / 2
+        body.append(_text(left - 8, y + 4, label if len(label) <= 52 else "…" + label[-51:],
+                          "end"))
+        significant = lo is not None and hi is not None and (lo > 0 or hi < 0)
+        color = (PALETTE[2] if value > 0 else PALETTE[1]) if significant else "#555"
+        if lo is not None and hi is not None:
+            body.append(f'<line x1="{px(lo):.1f}" y1="{y:.1f}" x2="{px(hi):.1f}" y2="{y:.1f}" '
+                        f'stroke="{color}" stroke-width="2"/>')
+        body.append(f'<circle cx="{px(value):.1f}" cy="{y:.1f}" r="4" fill="{color}">'
+                    f'<title>{escape(label)}: {100 * value:+.1f} pp'
+                    + (f" [{100 * lo:+.1f}, {100 * hi:+.1f}]" if lo is not None and hi is not None
+                       else "") + '</title></circle>')
+    axis = top + row * len(rows) + 8
+    for v in (-span, -span / 2, 0.0, span / 2, span):
+        body.append(_text(px(v), axis + 10, f"{100 * v:+.0f}"))
+    body.append(_text(left + w / 2, axis + 26, "difference, points (B - A)"))
     return _svg(width, height, body, title)

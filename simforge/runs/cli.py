@@ -1,16 +1,19 @@
 """CLI commands of the runs layer: ``stress`` (run a matrix into the store), ``report`` (read a
-run back as tables or HTML) and ``export`` (trajectories for training)."""
+run back as tables or HTML), ``compare`` (two runs, paired), ``regrade`` (a run's trajectories
+scored again) and ``export`` (trajectories for training)."""
 
 from __future__ import annotations
 
 import json
 import os
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import typer
+from rich.console import Console
 
 STORE_HELP = (
     "Run store: a SQLite path, sqlite:///FILE or postgresql+psycopg://... ($SIMFORGE_STORE)."
@@ -45,6 +48,46 @@ def _split(values: list[str] | None) -> list[str]:
     return [v for raw in values or [] for v in raw.split(",") if v]
 
 
+class LineProgress:
+    """Progress where a bar cannot be drawn (a pipe, a file, CI logs): one line per tenth of the
+    work, and one at least every ``every`` seconds, so long work is never silent."""
+
+    def __init__(self, console: Console, description: str, total: int, *, done: int = 0,
+                 every: float = 30.0) -> None:
+        self.console, self.description, self.total = console, description, max(1, total)
+        self.every = every
+        self.started = self.last = time.monotonic()
+        self.step = 0 if not done else done * 10 // self.total
+
+    def update(self, done: int, extra: str = "") -> None:
+        tenth = done * 10 // self.total
+        now = time.monotonic()
+        if tenth > self.step or now - self.last >= self.every or done >= self.total:
+            if done >= self.total and self.step >= 10:
+                return
+            self.step, self.last = max(tenth, self.step), now
+            self.console.print(
+                f"{self.description}: {done:,}/{self.total:,} ({100 * done // self.total}%)"
+                f"{', ' + extra if extra else ''}, {now - self.started:.0f} s",
+                highlight=False, soft_wrap=True)
+            if done >= self.total:
+                self.step = 10
+
+
+def load_run(store: Any, run_id: str) -> tuple[dict[str, Any], list[dict[str, Any]],
+                                              dict[str, str], dict[str, Any]]:
+    """``(run, episodes, trajectories, summary)`` of a stored run; the trajectories are those of
+    episodes with a failed verdict (the evidence's calls and the HTML's trajectory views)."""
+    from simforge.report.metrics import summarize
+
+    run = store.run(run_id)
+    episodes = store.episodes(run_id)
+    failing = [e["key"] for e in episodes if any(not v["passed"] for v in e["verdicts"])]
+    trajectories = store.trajectories_of(run_id, failing) if failing else {}
+    return run, episodes, trajectories, summarize(episodes, run_id=run_id,
+                                                  trajectories=trajectories)
+
+
 def _resolve_run(store: Any, run_id: str) -> str:
     if run_id == "latest":
         runs = store.runs()
@@ -72,12 +115,16 @@ def stress(
     store: str = typer.Option(None, "--store", help=STORE_HELP),
     resume: str = typer.Option(None, "--resume", help="Complete this run (its stored plan)."),
     no_trajectories: bool = typer.Option(False, "--no-trajectories", help="Store summaries only."),
+    attribute: bool = typer.Option(
+        False, "--attribute",
+        help="Also play each fault kind of a profile alone, to attribute the drop (with "
+        "--resume: add this to a stored run)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON summary object."),
 ) -> None:
     """Run tasks x fault profiles x seeds x trials in parallel, streaming every finished episode
     into the run store; interrupted runs complete with --resume RUN_ID."""
     from simforge.cli import console, err_console
-    from simforge.report.metrics import stress_summary, summarize
+    from simforge.report.metrics import stress_summary
     from simforge.report.terminal import render
     from simforge.runs.matrix import RunConfig, normalise_ref
     from simforge.runs.runner import prepare
@@ -91,7 +138,8 @@ def stress(
         if resume:
             if scenarios or policy:
                 raise ValueError("--resume replays the stored plan; give no scenarios or policy")
-            prepared = prepare(run_store, resume=resume, backend=backend)  # type: ignore[arg-type]
+            prepared = prepare(run_store, resume=resume, backend=backend,  # type: ignore[arg-type]
+                               attribute=attribute)
         else:
             if not scenarios or not policy:
                 raise ValueError("give SCENARIO... and --policy (or --resume RUN_ID)")
@@ -102,8 +150,11 @@ def stress(
                 trials=trials,
                 tasks=_split(tasks) or None,
                 user=user or os.environ.get("SIMFORGE_USER") or None,
+                attribute=attribute,
             ).with_baseline()
             prepared = prepare(run_store, config, backend=backend)  # type: ignore[arg-type]
+        for warning in prepared.warnings:
+            err_console.print(f"[yellow]warning:[/] {warning}", highlight=False)
         n_workers = workers if workers is not None else (os.cpu_count() or 1)
         err_console.print(
             f"run [bold]{prepared.run_id}[/]: {len(prepared.plan)} episodes "
@@ -117,8 +168,7 @@ def stress(
             err_console.print(f"interrupted; finish it with: simforge stress --resume "
                               f"{prepared.run_id} --store {run_store.display_url}")
             raise typer.Exit(130) from None
-        summary = summarize(run_store.episodes(prepared.run_id), run_id=prepared.run_id)
-        run = run_store.run(prepared.run_id)
+        run, _, _, summary = load_run(run_store, prepared.run_id)
     if as_json:
         sys.stdout.write(json.dumps(stress_summary(summary)) + "\n")
         return
@@ -152,10 +202,15 @@ def _run_with_progress(
     )
     job = bar.add_task(f"{prepared.config.policy}", total=len(prepared.plan),
                        completed=prepared.done, rate="-", invalid=0)
+    lines = None if err_console.is_terminal else LineProgress(
+        err_console, f"{prepared.config.policy}", len(prepared.plan), done=prepared.done)
+    finished = prepared.done
     try:
 
         def advance(record: dict[str, Any], fresh: bool) -> None:
-            if not bar.live.is_started:  # only once the workers are forked (no thread before)
+            nonlocal finished
+            finished += 1
+            if lines is None and not bar.live.is_started:  # once the workers are forked
                 bar.start()
             if record["reward"] is None:
                 counts["invalid"] += 1
@@ -164,6 +219,8 @@ def _run_with_progress(
                 counts["passed"] += bool(record["passed"])
             rate = f"{100 * counts['passed'] / counts['valid']:.1f}%" if counts["valid"] else "-"
             bar.update(job, advance=1, rate=rate, invalid=counts["invalid"])
+            if lines is not None:
+                lines.update(finished, f"pass {rate}, invalid {counts['invalid']}")
 
         execute(store, prepared, backend=backend, workers=workers,  # type: ignore[arg-type]
                 ray_address=ray_address, trajectories=trajectories, on_record=advance)
@@ -177,27 +234,91 @@ def report(
     html: str = typer.Option(None, "--html", help="Also write a self-contained HTML report."),
     as_json: bool = typer.Option(False, "--json", help="Print every metric as JSON."),
 ) -> None:
-    """A stored run's metrics: pass rate and CI, pass^k, robustness per fault, safety."""
+    """A stored run's metrics: pass rate and CI, pass^k, noise and power, robustness per fault
+    and per fault kind, safety violations with the calls that broke each rule."""
     from simforge.cli import console, err_console
-    from simforge.report.metrics import summarize
     from simforge.report.terminal import render
     from simforge.runs.store import RunStore
 
     with run_errors():
         run_store = RunStore(_store_url(store), create=False)
         run_id = _resolve_run(run_store, run_id)
-        run = run_store.run(run_id)
-        episodes = run_store.episodes(run_id)
-        summary = summarize(episodes, run_id=run_id)
+        run, episodes, trajectories, summary = load_run(run_store, run_id)
         if html:
             from simforge.report.html import write_html
 
-            write_html(html, summary, run, episodes)
+            write_html(html, summary, run, episodes, trajectories=trajectories)
             err_console.print(f"wrote {html}", highlight=False)
     if as_json:
         sys.stdout.write(json.dumps({"run": run, **summary}, default=str) + "\n")
         return
     console.print(render(summary, run))
+
+
+def compare(
+    run_a: str = typer.Argument(..., help="Run A (the reference), or 'latest'."),
+    run_b: str = typer.Argument(..., help="Run B (compared against A), or 'latest'."),
+    store: str = typer.Option(None, "--store", help=STORE_HELP),
+    html: str = typer.Option(None, "--html", help="Also write a self-contained HTML page."),
+    as_json: bool = typer.Option(False, "--json", help="Print every figure as JSON."),
+) -> None:
+    """Two runs, paired over the cells both played (task, fault profile, seed): the difference
+    in pass rate and reward with a 95% interval, McNemar's exact test, the smallest difference
+    this size can detect, per task and profile worst first, and one sentence."""
+    from simforge.cli import console, err_console
+    from simforge.report.compare import compare as compare_runs
+    from simforge.report.terminal import compare_tables
+    from simforge.runs.store import RunStore
+
+    with run_errors():
+        run_store = RunStore(_store_url(store), create=False)
+        ids = [_resolve_run(run_store, r) for r in (run_a, run_b)]
+        runs = [run_store.run(r) for r in ids]
+        result = compare_runs(run_store.episodes(ids[0]), run_store.episodes(ids[1]),
+                              a_run=runs[0], b_run=runs[1])
+        if html:
+            from simforge.report.html import write_compare_html
+
+            write_compare_html(html, result)
+            err_console.print(f"wrote {html}", highlight=False)
+    if as_json:
+        sys.stdout.write(json.dumps(result, default=str) + "\n")
+        return
+    console.print(compare_tables(result))
+
+
+def regrade(
+    run_id: str = typer.Argument(..., help="The run to re-grade, or 'latest'."),
+    store: str = typer.Option(None, "--store", help=STORE_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print the outcome as JSON."),
+) -> None:
+    """Score a run's stored trajectories again with the current scenarios and validators, into
+    a new run linked to the old one (each episode replayed and checked against its record)."""
+    from simforge.cli import console, err_console
+    from simforge.runs.regrade import regrade as regrade_run
+    from simforge.runs.store import RunStore
+
+    with run_errors():
+        run_store = RunStore(_store_url(store), create=False)
+        run_id = _resolve_run(run_store, run_id)
+        total = run_store.count(run_id)
+        lines = LineProgress(err_console, f"re-grading {run_id}", total)
+        result = regrade_run(run_store, run_id,
+                             on_record=lambda _record, done, _total: lines.update(done))
+    if as_json:
+        sys.stdout.write(json.dumps(result.to_json()) + "\n")
+        return
+    console.print(
+        f"re-graded {result.episodes} episodes of {run_id} into run [bold]{result.run_id}[/]: "
+        f"{result.changed} changed verdict ({result.passed_to_failed} passed -> failed, "
+        f"{result.failed_to_passed} failed -> passed), {result.reward_changed} changed reward",
+        highlight=False)
+    for reason, n in result.not_replayed.items():
+        console.print(f"[yellow]not re-graded:[/] {n}: {reason}", highlight=False)
+    for line in result.versions:
+        console.print(f"grading changed: {line}", highlight=False)
+    console.print(f"compare: simforge compare {run_id} {result.run_id} --store "
+                  f"{run_store.display_url}", highlight=False)
 
 
 def export(
@@ -233,4 +354,6 @@ def register(app: typer.Typer) -> None:
     """Attach this layer's commands to the main CLI app."""
     app.command()(stress)
     app.command()(report)
+    app.command()(compare)
+    app.command()(regrade)
     app.command()(export)

@@ -9,20 +9,40 @@ figure is a paired comparison against it, seed by seed.
 Trials repeat a cell with a different *policy* seed and the same *environment* seed: a
 stochastic agent gets k attempts at the same world (pass^k); a deterministic one gives k
 identical episodes, which is itself the check that nothing leaks nondeterminism.
+
+With ``attribute``, every faulty profile with two or more fault kinds is also played one kind at
+a time (an *ablation*: ``degraded-billing--outage`` holds only the profile's ``outage`` rules),
+on the same seeds and trials, so that each kind's effect is a paired difference against
+``none`` on its own instead of a share of blame among kinds that fired together. A rule decides
+each call from streams keyed by the seed, the rule, the tool and the call index, so a rule fires
+on the same calls alone as beside the others (until the agent's path differs). The ablated
+profiles are written as YAML files named by their content (``$SIMFORGE_ABLATIONS``, else the
+temporary folder), which every local worker reads; on a Ray cluster of several machines, point
+``$SIMFORGE_ABLATIONS`` at a folder they share.
 """
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+import os
+import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from simforge.scenario.registry import ScenarioRegistry, default_registry
 
+if TYPE_CHECKING:
+    from simforge.faults.rules import FaultProfile
+
 BASELINE = "none"
+ABLATION = "--"
+"""Joins a profile and the one fault kind it is played with: ``flaky-network--timeout``."""
+BACKGROUND = "background"
+"""The pseudo-kind of an ablation that keeps only a profile's background load and drift."""
+ABLATIONS_ENV = "SIMFORGE_ABLATIONS"
 
 
 def normalise_ref(ref: str) -> str:
@@ -51,6 +71,14 @@ class RunConfig(BaseModel):
     user: str | None = None
     """The simulated user's spec (``scripted``, ``llm:MODEL``; default ``$SIMFORGE_USER`` or
     scripted)."""
+    attribute: bool = False
+    """Also play each fault kind of every multi-kind profile alone (see the module docstring)."""
+    regrade_of: str | None = None
+    """The run whose stored trajectories this run re-scored (``simforge regrade``)."""
+    graded_by: dict[str, str] = Field(default_factory=dict)
+    """``{scenario id: grading version}`` when the run started: a digest of the scenario's
+    tasks, expected outcomes and validator settings and of the validators' code
+    (:func:`simforge.runs.regrade.grading_version`)."""
 
     def with_baseline(self) -> RunConfig:
         profiles = [BASELINE, *[p for p in self.profiles if p != BASELINE]]
@@ -98,6 +126,8 @@ class Plan:
     cells: list[Cell]
     refs: dict[str, str]
     profiles: dict[str, str]
+    ablations: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """``{ablated profile: (profile, fault kind)}``."""
 
     def __len__(self) -> int:
         return len(self.cells)
@@ -114,6 +144,7 @@ def plan(config: RunConfig, registry: ScenarioRegistry = default_registry) -> Pl
     cells: list[Cell] = []
     refs: dict[str, str] = {}
     profiles: dict[str, str] = {}
+    ablations: dict[str, tuple[str, str]] = {}
     for ref in config.scenarios:
         loaded = registry.get(ref)
         scenario = loaded.scenario
@@ -122,13 +153,25 @@ def plan(config: RunConfig, registry: ScenarioRegistry = default_registry) -> Pl
         refs[scenario.id] = ref
         names = []
         for ref_or_name in config.profiles:
-            name = resolve_profile(ref_or_name, loaded.profiles).name
+            profile = resolve_profile(ref_or_name, loaded.profiles)
+            name = profile.name
             if profiles.setdefault(name, ref_or_name) != ref_or_name:
                 raise ValueError(
                     f"fault profiles {profiles[name]!r} and {ref_or_name!r} are both named "
                     f"{name!r}; a run needs distinct names"
                 )
             names.append(name)
+            if not config.attribute or name == BASELINE:
+                continue
+            for part, (kind, alone) in ablate(profile).items():
+                path = write_profile(alone)
+                if profiles.setdefault(part, path) != path:
+                    raise ValueError(
+                        f"cannot attribute {name!r} by fault kind: {part!r} means different "
+                        "rules in different scenarios (or clashes with a profile of that name)"
+                    )
+                ablations[part] = (name, kind)
+                names.append(part)
         task_ids = (
             [scenario.task(t).id for t in config.tasks]
             if config.tasks
@@ -142,7 +185,51 @@ def plan(config: RunConfig, registry: ScenarioRegistry = default_registry) -> Pl
             for seed in seeds
             for trial in range(config.trials)
         )
-    return Plan(cells, refs, profiles)
+    return Plan(cells, refs, profiles, ablations)
+
+
+def ablate(profile: FaultProfile) -> dict[str, tuple[str, FaultProfile]]:
+    """``{name: (kind, profile)}``: each fault kind of ``profile`` alone (only its rules of that
+    kind), and its background load and drift alone (kind ``background``). Empty when the profile
+    has fewer than two such parts: its only kind is then measured by the profile itself."""
+    from simforge.faults.rules import FaultProfile
+
+    kinds = list(dict.fromkeys(rule.fault.kind for rule in profile.rules))
+    parts: dict[str, tuple[str, FaultProfile]] = {}
+    for kind in kinds:
+        parts[f"{profile.name}{ABLATION}{kind}"] = (kind, FaultProfile(
+            name=f"{profile.name}{ABLATION}{kind}",
+            description=f"{profile.name}, only its {kind} rules (attribution by ablation)",
+            rules=[r for r in profile.rules if r.fault.kind == kind],
+        ))
+    if profile.background:
+        name = f"{profile.name}{ABLATION}{BACKGROUND}"
+        parts[name] = (BACKGROUND, FaultProfile(
+            name=name, description=f"{profile.name}, only its background load and drift",
+            background=profile.background,
+        ))
+    return parts if len(parts) > 1 else {}
+
+
+def ablations_dir() -> Path:
+    return Path(os.environ.get(ABLATIONS_ENV) or Path(tempfile.gettempdir()) / "simforge-ablations")
+
+
+def write_profile(profile: FaultProfile) -> str:
+    """``profile`` as a YAML file named by its content (written once, atomically), the path a
+    worker resolves it from."""
+    import yaml
+
+    text = yaml.safe_dump(profile.model_dump(mode="json"), sort_keys=False)
+    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+    folder = ablations_dir()
+    path = folder / f"{profile.name}-{digest}.yaml"
+    if not path.is_file():
+        folder.mkdir(parents=True, exist_ok=True)
+        scratch = folder / f".{path.name}.{os.getpid()}"
+        scratch.write_text(text, encoding="utf-8")
+        os.replace(scratch, path)
+    return str(path)
 
 
 def chunks(cells: list[Cell], workers: int, *, most: int = 16) -> list[list[Cell]]:

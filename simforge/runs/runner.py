@@ -3,13 +3,18 @@ write each record as it arrives.
 
 The store is the only source of truth about what is done: resuming asks it which cells exist
 and runs the rest, so a run interrupted any number of times (Ctrl-C, SIGKILL, a lost Ray
-cluster) completes to exactly its plan, each cell once.
+cluster) completes to exactly its plan, each cell once. Resuming with ``attribute`` adds the
+fault-kind ablations to a run that had none (its plan grows; what is stored stays).
+
+A new run records the grading version of each scenario (``graded_by``); resuming one whose
+scenarios have changed since says so (``Prepared.warnings``), since its episodes are then graded
+by two versions.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from simforge.runs.local import run_local
@@ -29,6 +34,7 @@ class Prepared:
     plan: Plan
     todo: list[str]
     done: int
+    warnings: list[str] = field(default_factory=list)
 
 
 def prepare(
@@ -37,17 +43,29 @@ def prepare(
     *,
     resume: str | None = None,
     backend: Backend = "local",
+    attribute: bool = False,
 ) -> Prepared:
-    """A new run for ``config``, or the run ``resume`` with its stored config. Fails before any
-    episode runs when a scenario, task, profile or policy is unknown."""
+    """A new run for ``config``, or the run ``resume`` with its stored config (with
+    ``attribute``, grown by the fault-kind ablations). Fails before any episode runs when a
+    scenario, task, profile or policy is unknown."""
     from simforge.policies.specs import build_policy
+    from simforge.runs.regrade import grading_versions, version_changes
 
+    grow = False
     if resume is not None:
         stored = store.run(resume)
         config = RunConfig.model_validate(stored["config"])
+        if config.regrade_of is not None:
+            raise ValueError(f"run {resume!r} re-grades run {config.regrade_of!r}; it has no "
+                             "episodes of its own to play (run simforge regrade again)")
+        grow = attribute and not config.attribute
+        if grow:
+            config = config.model_copy(update={"attribute": True})
     if config is None:
         raise ValueError("a new run needs a config")
     the_plan = plan(config)
+    versions = grading_versions(the_plan.refs)
+    warnings = []
     closer = getattr(build_policy(config.policy), "close", None)  # fail fast on a bad spec
     if callable(closer):
         closer()
@@ -58,13 +76,21 @@ def prepare(
     if resume is not None:
         run_id = resume
         done = store.done_keys(run_id)
+        changed = version_changes(config.graded_by, versions)
+        if changed:
+            warnings.append("the scenarios changed since this run started, so its episodes are "
+                            "graded by two versions (simforge regrade puts them on one): "
+                            + "; ".join(changed))
+        if grow:
+            store.update_run(run_id, config=config.model_dump(), total=len(the_plan))
     else:
+        config = config.model_copy(update={"graded_by": versions})
         run_id = store.create_run(
             config.model_dump(), policy=config.policy, total=len(the_plan), backend=backend
         )
         done = set()
     todo = [c.key for c in the_plan.cells if c.key not in done]
-    return Prepared(run_id, config, the_plan, todo, len(the_plan) - len(todo))
+    return Prepared(run_id, config, the_plan, todo, len(the_plan) - len(todo), warnings)
 
 
 def execute(

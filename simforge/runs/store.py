@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 import secrets
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -293,6 +293,15 @@ class RunStore:
             if rows:
                 conn.execute(insert(table), rows)
 
+    def update_run(self, run_id: str, *, config: dict[str, Any], total: int) -> None:
+        """A run whose plan grew (``stress --resume RUN --attribute``): its new config and
+        size; it runs again until the new cells are stored."""
+        with self.engine.begin() as conn:
+            conn.execute(
+                update(RUNS).where(RUNS.c.id == run_id)
+                .values(config=config, total=total, status="running", finished_at=None)
+            )
+
     def finish_run(self, run_id: str) -> None:
         with self.engine.begin() as conn:
             conn.execute(
@@ -361,6 +370,21 @@ class RunStore:
                     item = dict(r._mapping)
                     by_id[item.pop("episode_id")][name].append(item)
         return episodes
+
+    def trajectories_of(self, run_id: str, keys: Iterable[str]) -> dict[str, str]:
+        """The native trajectory JSON of the run's episodes with these cell keys (those that
+        have one), by key: what a report needs to show the calls behind its evidence."""
+        wanted = list(dict.fromkeys(keys))
+        out: dict[str, str] = {}
+        table = EPISODES
+        with self.engine.connect() as conn:
+            for i in range(0, len(wanted), 500):
+                rows = conn.execute(
+                    select(table.c.key, table.c.trajectory)
+                    .where(table.c.run_id == run_id, table.c.key.in_(wanted[i : i + 500]))
+                )
+                out.update({k: t for k, t in rows if t is not None})
+        return out
 
     def trajectories(self, run_id: str) -> Iterator[tuple[dict[str, Any], str | None]]:
         """``(episode summary, native trajectory JSON)`` in key order, streamed."""

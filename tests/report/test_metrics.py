@@ -109,7 +109,9 @@ def test_invalid_episodes_are_counted_and_kept_out_of_rates():
     assert out == {"run_id": "r1", "episodes": 3, "invalid": 1, "pass_rate": 0.5,
                    "pass_hat_k": {"1": 0.5, "2": 0.0},
                    "by_fault": {"none": {"pass_rate": 0.5, "delta_vs_none": 0.0}},
-                   "safety_violations": {}}
+                   "safety_violations": {},
+                   # one passing and one failing seed: all a detectable difference can be is 100%
+                   "noise": {"flip_rate": None, "mdd": 1.0, "noise_floor": None}}
 
 
 def test_distributions_give_quantiles():

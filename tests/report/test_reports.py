@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
+from html import unescape
 from pathlib import Path
 
 import pytest
@@ -34,12 +33,14 @@ def stored(tmp_path_factory):
 
 def test_the_terminal_report_shows_every_section(stored):
     run, _, summary = stored
-    console = Console(record=True, width=160)
+    console = Console(record=True, width=80)
     console.print(render(summary, run))
     text = console.export_text()
-    for heading in ("pass rate", "pass^k", "by fault profile", "by injected fault kind",
-                    "by scenario, task and profile", "distributions", "flaky-network"):
+    for heading in ("pass rate", "pass^k", "by fault profile", "by fault kind",
+                    "by scenario, task and profile", "distributions", "flaky-network",
+                    "flip rate", "noise floor", "detectable", "safety"):
         assert heading in text, heading
+    assert max(len(line) for line in text.splitlines()) <= 80
 
 
 def test_the_html_report_is_self_contained_with_its_plots(stored):
@@ -58,20 +59,95 @@ def test_report_text_is_escaped(stored):
     assert "<script>alert" not in render_html(summary, hostile, episodes)
 
 
+FORBID = "upgrades need a manager's sign-off"
+
+
+@pytest.fixture(scope="module")
+def unsafe(tmp_path_factory):
+    """A stored run with safety violations, failures and trajectories: the mini scenario with a
+    rule forbidding upgrades, played by the reference solution under flaky-network."""
+    folder = tmp_path_factory.mktemp("unsafe")
+    text = Path(MINI).read_text().replace(
+        "pack: ../packs/mini", f"pack: {ROOT / 'tests' / 'fixtures' / 'packs' / 'mini'}")
+    text = text.replace("tasks:\n", "validators:\n  - name: forbidden_actions\n    params:\n"
+                        f"      rules: [{{tool: upgrade_customer, reason: \"{FORBID}\"}}]\n"
+                        "tasks:\n", 1)
+    scenario = folder / "unsafe.yaml"
+    scenario.write_text(text)
+    store = RunStore(f"sqlite:///{folder / 'runs.db'}")
+    config = RunConfig(scenarios=[str(scenario)], policy="no-retry", profiles=["flaky-network"],
+                       seeds=4, trials=2, attribute=True).with_baseline()
+    prepared = prepare(store, config)
+    execute(store, prepared, workers=0)
+    from simforge.runs.cli import load_run
+
+    return (store, prepared.run_id, *load_run(store, prepared.run_id))
+
+
+def test_a_safety_violation_names_the_call_and_the_rule_in_both_renderings(unsafe):
+    _, _, run, episodes, trajectories, summary = unsafe
+    console = Console(record=True, width=80)
+    console.print(render(summary, run))
+    text = " ".join(console.export_text().split())
+    assert 'forbidden_actions' in text and 'upgrade_customer(customer_id="C-0003") at' in text
+    assert f"rule: {FORBID}" in text
+    html = render_html(summary, run, episodes, trajectories=trajectories)
+    gate = re.search(r'<tr class="ev [^"]*gate[^"]*">(.*?)</tr>', html, re.S)
+    assert gate is not None
+    cells = unescape(" ".join(re.sub(r"<[^>]+>", " ", gate.group(1)).split()))
+    assert 'upgrade_customer(customer_id="C-0003") at' in cells and FORBID in cells
+
+
 @pytest.mark.slow
-def test_headless_chromium_renders_the_report(stored, tmp_path):
-    if not (shutil.which("chromium") or shutil.which("chromium-browser")):
-        pytest.skip("chromium is not installed (Debian: apt-get install -y chromium)")
-    run, episodes, summary = stored
-    html = write_html(tmp_path / "report.html", summary, run, episodes)
-    png = tmp_path / "report.png"
-    result = subprocess.run(
-        [str(ROOT / "scripts" / "screenshot_report.sh"), str(html), str(png), "1280x2400"],
-        capture_output=True, text=True, timeout=180,
-    )
-    assert result.returncode == 0, result.stderr
-    data = png.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 50_000  # a page of plots, not blank
+def test_headless_chromium_renders_the_reports(unsafe, tmp_path):
+    """The run report and a comparison, in a real browser: they load without a console error,
+    every plot has a size, the evidence filters hide what they should, an episode's link opens
+    its trajectory view, and the screenshots are pages of plots, not blank."""
+    from tests.report.browser import Browser, executable
+
+    if executable() is None:
+        pytest.skip("chromium is not installed (Debian: apt-get install -y chromium; "
+                    ".ci/run installs it)")
+    from simforge.report.compare import compare
+    from simforge.report.html import write_compare_html
+
+    store, run_id, run, episodes, trajectories, summary = unsafe
+    page = write_html(tmp_path / "report.html", summary, run, episodes,
+                      trajectories=trajectories)
+    versus = write_compare_html(tmp_path / "compare.html", compare(
+        [e for e in episodes if e["trial"] == 0], [e for e in episodes if e["trial"] == 1],
+        a_run=run, b_run=run))
+    with Browser() as browser:
+        browser.open(page)
+        assert browser.errors() == []
+        plots = browser.js("[...document.querySelectorAll('svg')].filter(s => "
+                           "s.getBoundingClientRect().width > 0).map(s => s.ariaLabel)")
+        for title in ("pass rate by fault profile", "pass^k by fault profile", "robustness",
+                      "tool call latency", "steps per episode", "simulated time per episode",
+                      "wall time per episode"):
+            assert any(p.startswith(title) for p in plots), (title, plots)
+        assert browser.js("document.querySelector('svg polyline') !== null")  # pass^k curves
+        rows = "[...document.querySelectorAll('tr.ev')]"
+        total = browser.js(f"{rows}.length")
+        gates = browser.js(f"{rows}.filter(r => r.classList.contains('gate')).length")
+        assert 0 < gates < total
+        browser.js("document.getElementById('fc-gate').click()")
+        assert browser.js(f"{rows}.filter(r => r.offsetParent !== null).length") == gates
+        browser.js("document.getElementById('fc-all').click()")
+        assert browser.js(f"{rows}.filter(r => r.offsetParent !== null).length") == total
+        hidden = browser.js("getComputedStyle(document.getElementById('ep-1')).display")
+        assert hidden == "none"
+        shot = browser.screenshot(tmp_path / "report.png")
+        assert shot[:8] == b"\x89PNG\r\n\x1a\n" and len(shot) > 50_000
+        browser.open(page, "#ep-1")
+        assert browser.errors() == []
+        assert browser.js("getComputedStyle(document.getElementById('ep-1')).display") == "block"
+        assert browser.js("document.querySelector('#ep-1 svg').getBoundingClientRect().height"
+                          ) > 50  # the timeline
+        browser.open(versus)
+        assert browser.errors() == []
+        assert browser.js("document.querySelectorAll('svg').length") == 2
+        assert browser.screenshot(tmp_path / "compare.png")[:4] == b"\x89PNG"
 
 
 def _episode(task, profile, seed, passed, steps=3):

@@ -22,7 +22,7 @@ def test_stress_prints_the_summary_and_stores_every_episode(mini, harsh_profile,
     out = stress(mini, "--policy", "no-retry", "--faults", harsh_profile, "--seeds", "4",
                  "--trials", "2", "--workers", "2", "--store", sqlite_url)
     assert set(out) == {"run_id", "episodes", "invalid", "pass_rate", "pass_hat_k", "by_fault",
-                        "safety_violations"}
+                        "safety_violations", "noise"}
     assert out["episodes"] == 2 * 2 * 4 * 2 and out["invalid"] == 0
     assert set(out["by_fault"]) == {"none", "harsh"}
     assert out["by_fault"]["none"] == {"pass_rate": 1.0, "delta_vs_none": 0.0}
@@ -170,3 +170,13 @@ def test_replaying_the_source_traces_against_their_synthesized_pack(shared_data,
     # tasks with nothing to check are ungraded, never for want of a source episode
     assert all(r.startswith("ungraded") for r in reasons), reasons
     assert len(reasons) < out["episodes"]
+
+
+def test_piped_stress_prints_progress_lines(mini, sqlite_url):
+    """Off a terminal there is no bar to draw; long work still says how far it got."""
+    result = runner.invoke(app, ["stress", mini, "--policy", "oracle", "--seeds", "10",
+                                 "--workers", "0", "--store", sqlite_url])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.stderr.splitlines() if line.startswith("oracle: ")]
+    assert 2 <= len(lines) <= 11, lines
+    assert lines[-1].startswith("oracle: 20/20 (100%), pass 100.0%, invalid 0")

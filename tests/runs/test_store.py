@@ -120,3 +120,21 @@ def test_a_batch_with_a_stored_cell_writes_the_others(store_url, records):
     assert store.count(run_id) == 4
     assert len({e["key"] for e in store.episodes(run_id)}) == 4
     store.close()
+
+
+def test_a_grown_plan_and_the_trajectories_of_some_cells(store_url, records):
+    """What `stress --resume --attribute` and the reports' evidence ask of a store."""
+    store = RunStore(store_url)
+    run_id = store.create_run({"attribute": False}, policy="oracle", total=2)
+    for record in records[:2]:
+        store.add_episode(run_id, record)
+    store.finish_run(run_id)
+    store.update_run(run_id, config={"attribute": True}, total=len(records))
+    run = store.run(run_id)
+    assert (run["config"], run["total"], run["status"], run["finished_at"]) == (
+        {"attribute": True}, len(records), "running", None)
+    wanted = [records[1]["key"], "no|such|cell|0|0"]
+    found = store.trajectories_of(run_id, wanted)
+    assert list(found) == [records[1]["key"]] and found[records[1]["key"]].startswith("{")
+    assert store.trajectories_of(run_id, []) == {}
+    store.close()
