@@ -223,6 +223,23 @@ def _properties(node: dict[str, Any]) -> dict[str, Any]:
 
 
 _TAG_TYPES = {"int": "integer", "float": "number", "str": "string", "bool": "boolean"}
+_TAG_HEADS = frozenset(
+    {*_TAG_TYPES, "none", "list", "dict", "tuple", "set", "literal", "constrained-str", "any"}
+)
+RECORD_SUFFIX = "__record"
+"""Ends the name of a nested object type a tool declares dynamically (so its union tag is known
+for one)."""
+
+
+def _is_tag(part: str, root: dict[str, Any]) -> bool:
+    """Whether a location part is pydantic's name of a union member, not an argument's name."""
+    head = part.split("[", 1)[0]
+    return (
+        head in _TAG_HEADS
+        or head.startswith("function-")
+        or part.endswith(RECORD_SUFFIX)
+        or part in (root.get("$defs") or {})
+    )
 
 
 def _by_tag(root: dict[str, Any], branches: list[Any], tag: str) -> dict[str, Any] | None:
@@ -255,22 +272,30 @@ def schema_at(
     while i < len(parts):
         part = parts[i]
         branches = _branches(node)
+        named = isinstance(part, str) and (
+            part in _properties(node)
+            or any(part in _properties(_resolve(schema, b)) for b in branches)
+        )
+        if isinstance(part, str) and not named and _is_tag(part, schema):
+            # a union member's tag: the error is in that member, or is the union's own
+            chosen = _by_tag(schema, branches, part) if branches else None
+            i += 1
+            if i < len(parts) and chosen is not None:
+                node = chosen
+            continue
         if branches:
-            if isinstance(part, str) and not any(
-                part in _properties(_resolve(schema, b)) for b in branches
-            ):
-                # a union member's tag: the error is in that member, or is the union's own
-                chosen = _by_tag(schema, branches, part)
-                i += 1
-                if i < len(parts) and chosen is not None:
-                    node = chosen
-                continue
             chosen = next(
                 (
                     b
-                    for b in map(lambda b: _resolve(schema, b), branches)
+                    for b in (_resolve(schema, b) for b in branches)
                     if (isinstance(part, int) and b.get("type") == "array")
-                    or (isinstance(part, str) and part in _properties(b))
+                    or (
+                        isinstance(part, str)
+                        and (
+                            part in _properties(b)
+                            or isinstance(b.get("additionalProperties"), dict)
+                        )
+                    )
                 ),
                 None,
             )

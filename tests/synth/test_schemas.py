@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import jsonschema
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simforge.synth.schemas import infer_schema, is_id_like, string_facets
+from simforge.tools import ToolArgumentError
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "traces"
 
 
 def test_required_only_when_always_present_and_enums_for_closed_sets():
@@ -150,3 +156,111 @@ def test_inferred_schema_validates_every_observed_argument_object(samples):
     for sample in samples:
         errors = [e.message for e in validator.iter_errors(sample)]
         assert not errors, (sample, errors)
+
+
+def _synth_tool(samples):
+    from simforge.synth.loader import input_model
+    from simforge.tools import Tool, ToolSpec
+
+    schema = infer_schema(samples, object_root=True)
+    spec = ToolSpec(name="book", description="Book.", input_schema=schema)
+    return Tool(spec, input_model("book", schema), lambda ctx, a: a.model_dump(exclude_unset=True))
+
+
+_BOOKINGS = [
+    {
+        "user_id": f"user_{n}",
+        "cabin": ["economy", "business"][n % 2],
+        "flights": [{"flight_number": f"HAT{n:03d}", "date": "2024-05-01", "qty": n % 3 + 1}],
+        **({"insurance": {"kind": ["basic", "full"][n % 2], "extra": {"A": 1.5}}} if n % 3 else {}),
+    }
+    for n in range(8)
+]
+
+
+def test_synthesized_tools_validate_the_whole_learned_schema():
+    """Nested values are checked like top-level ones: a nested ``qty: "lots"`` or a cabin
+    outside its enum is a 422 naming the path, what is expected there and what came."""
+    book = _synth_tool(_BOOKINGS)
+    for sample in _BOOKINGS:
+        assert book.invoke(None, sample) == sample
+    bad = {**_BOOKINGS[1], "cabin": "first"}
+    bad["flights"] = [{"flight_number": "HAT001", "date": "2024-05-01", "qty": "lots"}]
+    with pytest.raises(ToolArgumentError) as info:
+        book.invoke(None, bad)
+    details = {d["argument"]: d for d in info.value.details}
+    assert details["cabin"]["expected"] == "one of ['business', 'economy']"
+    assert details["cabin"]["received"] == "first"
+    assert details["flights.0.qty"]["expected"] == "integer"
+    assert details["flights.0.qty"]["received"] == "lots"
+    assert "'flights.0.qty': expected integer, got 'lots'" in info.value.message
+
+
+@pytest.mark.parametrize(
+    ("change", "argument", "expected"),
+    [
+        (
+            {"flights": [{"flight_number": "HAT1", "date": "2024-05-01", "seat": "1A"}]},
+            "flights.0.seat",
+            "one of the fields ['date', 'flight_number', 'qty']",
+        ),
+        (
+            {"flights": [{"date": "2024-05-01"}]},
+            "flights.0.flight_number",
+            "a value (the argument is required)",
+        ),
+        (
+            {"flights": [{"flight_number": "hat-1", "date": "2024-05-01"}]},
+            "flights.0.flight_number",
+            "string matching",
+        ),
+        (
+            {"flights": [{"flight_number": "HAT1", "date": "May 1st"}]},
+            "flights.0.date",
+            "string (date)",
+        ),
+        ({"insurance": {"kind": "basic", "extra": {"A": "lots"}}}, "insurance.extra.A", "number"),
+        ({"insurance": {"kind": "gold"}}, "insurance.kind", "one of ['basic', 'full']"),
+        ({"flights": "HAT1"}, "flights", "array of object"),
+        ({"upgrade": True}, "upgrade", "one of the tool's arguments"),
+    ],
+)
+def test_synthesized_argument_errors_name_path_and_expectation(change, argument, expected):
+    book = _synth_tool([*_BOOKINGS, {**_BOOKINGS[1], "insurance": {"kind": "basic"}}])
+    with pytest.raises(ToolArgumentError) as info:
+        book.invoke(None, {**_BOOKINGS[1], **change})
+    assert info.value.status == 422
+    found = {d["argument"]: d["expected"] for d in info.value.details}
+    assert argument in found, found
+    assert found[argument].startswith(expected)
+
+
+def test_a_pack_synthesized_before_arguments_were_closed_is_served_closed(tmp_path):
+    """Packs written earlier have argument schemas without additionalProperties: the loader
+    closes them, so the schema served is the one the arguments are checked against."""
+    import json
+
+    from simforge.synth.build import synthesize
+    from simforge.synth.loader import load_synth_pack
+
+    out = tmp_path / "pack"
+    synthesize([EXAMPLES / "acme-otlp.json"], out)
+    tools = json.loads((out / "tools.json").read_text())
+    for entry in tools:
+        _strip_additional(entry["spec"]["input_schema"])
+    (out / "tools.json").write_text(json.dumps(tools))
+    pack = load_synth_pack(out)
+    for t in pack.catalog.values():
+        assert t.spec.input_schema["additionalProperties"] is False
+        jsonschema.Draft202012Validator.check_schema(t.spec.input_schema)
+
+
+def _strip_additional(schema):
+    if isinstance(schema, dict):
+        if schema.get("additionalProperties") is False:
+            del schema["additionalProperties"]
+        for v in schema.values():
+            _strip_additional(v)
+    elif isinstance(schema, list):
+        for v in schema:
+            _strip_additional(v)
