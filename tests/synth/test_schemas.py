@@ -264,3 +264,75 @@ def _strip_additional(schema):
     elif isinstance(schema, list):
         for v in schema:
             _strip_additional(v)
+
+
+@pytest.mark.slow
+def test_schemathesis_over_a_synthesized_pack_finds_no_server_error(tmp_path):
+    """A pack synthesized from examples/traces/acme-otlp.json, served by ``simforge serve``:
+    whatever schemathesis sends to its tools (bodies from the learned schemas), the answer is
+    never a server error. The natural failure rates learned from the traces (a 503 now and
+    then) are switched off, so that any 5xx is the server's own."""
+    import json
+    import socket
+    import threading
+    import time
+
+    import uvicorn
+    from hypothesis import HealthCheck
+    from hypothesis import given as given_case
+    from hypothesis import settings as case_settings
+
+    schemathesis = pytest.importorskip("schemathesis")
+    from simforge.serve.app import create_app
+    from simforge.synth.build import synthesize
+
+    pack = tmp_path / "pack"
+    synthesize([EXAMPLES / "acme-otlp.json"], pack)
+    tools = json.loads((pack / "tools.json").read_text())
+    for entry in tools:
+        entry["spec"]["errors"] = {"rate": 0.0}
+    (pack / "tools.json").write_text(json.dumps(tools))
+    token = "synth-token"
+    app = create_app(str(pack), time_scale=0.0, token=token)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error", access_log=False)
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
+        time.sleep(0.01)
+    failures: list[str] = []
+    sent: list[int] = []
+    try:
+        schema = schemathesis.openapi.from_url(f"http://127.0.0.1:{port}/openapi.json")
+        operations = [
+            result.ok()
+            for result in schema.get_all_operations()
+            if result.ok().path.startswith("/tools/")
+        ]
+        assert len(operations) > 50
+        for operation in operations:
+
+            @given_case(case=operation.as_strategy())
+            @case_settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
+            def probe(case):
+                response = case.call(headers={"Authorization": f"Bearer {token}"}, timeout=10)
+                sent.append(response.status_code)
+                if response.status_code >= 500:
+                    failures.append(
+                        f"{case.method} {case.formatted_path} {case.body!r}: "
+                        f"{response.status_code} {response.text[:200]}"
+                    )
+
+            probe()
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+    assert failures == []
+    assert len(sent) > 3 * len(operations), "schemathesis sent too few requests"
+    assert any(status == 200 for status in sent) and any(status == 422 for status in sent)
