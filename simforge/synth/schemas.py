@@ -36,8 +36,10 @@ ENUM_MIN_REPEAT = 2
 MAP_MIN_KEYS = 3
 """Objects whose keys are not ids are maps only with this many distinct keys (and more rules)."""
 
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$")
+_DAY = r"\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])"
+_TIME = r"([01]\d|2[0-3]):[0-5]\d(:([0-5]\d|60)(\.\d+)?)?(Z|[+-]([01]\d|2[0-3]):?[0-5]\d)?"
+_DATE = re.compile(f"^{_DAY}$")
+_DATETIME = re.compile(f"^{_DAY}[T ]{_TIME}$")
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[A-Za-z]{2,}$")
 _UUID = r"^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$"
 _ID_SHAPES = [
