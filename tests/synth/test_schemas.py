@@ -269,8 +269,8 @@ def _strip_additional(schema):
 @pytest.mark.slow
 def test_schemathesis_over_a_synthesized_pack_finds_no_server_error(tmp_path):
     """A pack synthesized from examples/traces/acme-otlp.json, served by ``simforge serve``:
-    whatever schemathesis sends to its tools (bodies from the learned schemas), the answer is
-    never a server error. The natural failure rates learned from the traces (a 503 now and
+    whatever schemathesis sends to its tools (bodies from the learned schemas, and bodies that
+    break them), the answer is never a server error, and a body outside the schema is a 422. The natural failure rates learned from the traces (a 503 now and
     then) are switched off, so that any 5xx is the server's own."""
     import json
     import socket
@@ -278,9 +278,6 @@ def test_schemathesis_over_a_synthesized_pack_finds_no_server_error(tmp_path):
     import time
 
     import uvicorn
-    from hypothesis import HealthCheck
-    from hypothesis import given as given_case
-    from hypothesis import settings as case_settings
 
     schemathesis = pytest.importorskip("schemathesis")
     from simforge.serve.app import create_app
@@ -307,7 +304,7 @@ def test_schemathesis_over_a_synthesized_pack_finds_no_server_error(tmp_path):
         assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
         time.sleep(0.01)
     failures: list[str] = []
-    sent: list[int] = []
+    sent: list[tuple[str, int]] = []
     try:
         schema = schemathesis.openapi.from_url(f"http://127.0.0.1:{port}/openapi.json")
         operations = [
@@ -317,22 +314,32 @@ def test_schemathesis_over_a_synthesized_pack_finds_no_server_error(tmp_path):
         ]
         assert len(operations) > 50
         for operation in operations:
-
-            @given_case(case=operation.as_strategy())
-            @case_settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
-            def probe(case):
-                response = case.call(headers={"Authorization": f"Bearer {token}"}, timeout=10)
-                sent.append(response.status_code)
-                if response.status_code >= 500:
-                    failures.append(
-                        f"{case.method} {case.formatted_path} {case.body!r}: "
-                        f"{response.status_code} {response.text[:200]}"
-                    )
-
-            probe()
+            for mode in ("positive", "negative"):
+                _probe(operation, mode, token, sent, failures, schemathesis)
     finally:
         server.should_exit = True
         thread.join(timeout=10)
     assert failures == []
-    assert len(sent) > 3 * len(operations), "schemathesis sent too few requests"
-    assert any(status == 200 for status in sent) and any(status == 422 for status in sent)
+    assert len(sent) > 6 * len(operations), "schemathesis sent too few requests"
+    assert ("positive", 200) in sent and ("negative", 422) in sent
+
+
+def _probe(operation, mode, token, sent, failures, schemathesis):
+    from hypothesis import HealthCheck
+    from hypothesis import given as given_case
+    from hypothesis import settings as case_settings
+
+    strategy = operation.as_strategy(generation_mode=schemathesis.GenerationMode(mode))
+
+    @given_case(case=strategy)
+    @case_settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+    def probe(case):
+        response = case.call(headers={"Authorization": f"Bearer {token}"}, timeout=10)
+        sent.append((mode, response.status_code))
+        if response.status_code >= 500:
+            failures.append(
+                f"{case.method} {case.formatted_path} {case.body!r}: "
+                f"{response.status_code} {response.text[:200]}"
+            )
+
+    probe()
