@@ -298,7 +298,7 @@ def tools_list(
     rows = []
     for p in packs:
         for t in p.catalog.values():
-            row = {
+            row: dict[str, Any] = {
                 "pack": p.name,
                 "name": t.spec.name,
                 "system": t.spec.system,
@@ -311,8 +311,9 @@ def tools_list(
                 "latency": t.spec.latency.model_dump(),
             }
             if strict:
-                row["openai"] = t.spec.to_openai(strict=True)
-                row["strict"] = row["openai"]["function"]["strict"]
+                exported = t.spec.to_openai(strict=True)
+                row["openai"] = exported
+                row["strict"] = exported["function"]["strict"]
             rows.append(row)
     if strict:
         loose = [f"{r['pack']}/{r['name']}" for r in rows if not r["strict"]]
