@@ -266,29 +266,47 @@ def scenarios_list(as_json: bool = typer.Option(False, "--json")) -> None:
 def tools_list(
     as_json: bool = typer.Option(False, "--json"),
     pack: str = typer.Option(None, "--pack", help="Only this pack (name or folder)."),
+    strict: bool = typer.Option(
+        False,
+        "--strict",
+        help="OpenAI strict-mode schemas: optional parameters nullable and required, every "
+        "object closed (implies --json; one OpenAI function tool per row under 'openai').",
+    ),
 ) -> None:
     """List the tools of every pack (or one), with schemas in --json."""
     from simforge.scenario.plugins import load_pack, pack_dirs
 
     with user_errors():
         packs = [load_pack(pack)] if pack else [load_pack(str(d)) for d in pack_dirs()]
-    rows = [
-        {
-            "pack": p.name,
-            "name": t.spec.name,
-            "system": t.spec.system,
-            "kind": t.spec.kind,
-            "entities": list(t.spec.entities),
-            "description": t.spec.description,
-            "input_schema": t.spec.input_schema,
-            "output_schema": t.spec.output_schema,
-            "capacity": t.spec.capacity,
-            "latency": t.spec.latency.model_dump(),
-        }
-        for p in packs
-        for t in p.catalog.values()
-    ]
-    _emit(rows, as_json, ["pack", "system", "name", "kind", "description"], "tools")
+    rows = []
+    for p in packs:
+        for t in p.catalog.values():
+            row: dict[str, Any] = {
+                "pack": p.name,
+                "name": t.spec.name,
+                "system": t.spec.system,
+                "kind": t.spec.kind,
+                "entities": list(t.spec.entities),
+                "description": t.spec.description,
+                "input_schema": t.spec.input_schema,
+                "output_schema": t.spec.output_schema,
+                "capacity": t.spec.capacity,
+                "latency": t.spec.latency.model_dump(),
+            }
+            if strict:
+                exported = t.spec.to_openai(strict=True)
+                row["openai"] = exported
+                row["strict"] = exported["function"]["strict"]
+            rows.append(row)
+    if strict:
+        loose = [f"{r['pack']}/{r['name']}" for r in rows if not r["strict"]]
+        if loose:
+            err_console.print(
+                f"[yellow]warning:[/] {len(loose)} tools cannot be strict (exported with "
+                f"strict false): {', '.join(loose[:10])}",
+                highlight=False,
+            )
+    _emit(rows, as_json or strict, ["pack", "system", "name", "kind", "description"], "tools")
 
 
 def _emit(rows: list[dict[str, Any]], as_json: bool, columns: list[str], what: str) -> None:

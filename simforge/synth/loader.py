@@ -9,31 +9,39 @@ learned description through :func:`simforge.synth.handlers.run` on the call's
 
 from __future__ import annotations
 
+import copy
+import re
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal, NotRequired, Union
 
-from pydantic import BaseModel, ConfigDict, create_model
+from pydantic import BaseModel, ConfigDict, StringConstraints, create_model
 from sqlalchemy import JSON, Column
 from sqlmodel import Field, SQLModel
+from typing_extensions import TypedDict
 
 from simforge.synth.entities import parents_from_rows
 from simforge.synth.handlers import Runtime, run
 from simforge.synth.pack_files import TOOLS, read_json, read_manifest
 from simforge.synth.replay import ReplayTable
+from simforge.synth.schemas import FORMAT_PATTERNS, close_objects
 from simforge.tools.context import ToolContext
 from simforge.tools.pack import Pack
 from simforge.tools.spec import ToolSpec
-from simforge.tools.tool import Tool
+from simforge.tools.tool import RECORD_SUFFIX, Tool
 from simforge.world.schema import entity_base
 
-_TYPES: dict[str, Any] = {
-    "string": str,
+_SCALARS: dict[str, Any] = {
     "integer": int,
+    # int first, so that 92 stays 92 (a float would break exact replay)
     "number": int | float,
     "boolean": bool,
-    "array": list[Any],
-    "object": dict[str, Any],
+    "null": None,
 }
+_CLOSED = ConfigDict(extra="forbid")
+_OPEN = ConfigDict(extra="allow")
+_PORTABLE = re.compile(r"\(\?[=!<]|\\[1-9]")
+"""Lookarounds and back-references: what pydantic's regex engine (Rust's) has not; a pattern
+with them is not enforced (it still stands in the schema served)."""
 
 
 def entity_models(entities: dict[str, Any]) -> list[type[SQLModel]]:
@@ -58,15 +66,69 @@ def entity_models(entities: dict[str, Any]) -> list[type[SQLModel]]:
 
 
 def input_model(name: str, schema: dict[str, Any]) -> type[BaseModel]:
+    """The validator of a synthesized tool's arguments: the whole learned schema (nested objects
+    and arrays, ``required``, ``additionalProperties``, enums, id patterns and formats), as
+    pydantic types, so a call is checked by pydantic-core like a hand-written tool's and a 422
+    names the argument's path, what the schema expects there and what was sent."""
     required = set(schema.get("required") or [])
     fields: dict[str, Any] = {}
     for prop, sub in (schema.get("properties") or {}).items():
-        kind = _TYPES.get(sub.get("type") if isinstance(sub.get("type"), str) else "", Any)
-        fields[prop] = (kind, ...) if prop in required else (kind | None, None)
-    model: type[BaseModel] = create_model(
-        f"{name}_args", __config__=ConfigDict(extra="forbid"), **fields
-    )
+        kind = schema_type(sub, f"{name}_{prop}")
+        fields[prop] = (kind, ...) if prop in required else (kind, None)
+    extra = schema.get("additionalProperties", False)
+    config = _CLOSED if extra is False else _OPEN
+    model: type[BaseModel] = create_model(f"{name}_args", __config__=config, **fields)
     return model
+
+
+def schema_type(schema: Any, name: str) -> Any:
+    """The pydantic type of one JSON schema (the subset inferred schemas use; anything else is
+    ``Any``). Objects with properties are TypedDicts (the handler gets plain dicts), closed
+    unless the schema leaves them open; maps are ``dict[str, value]``."""
+    if not isinstance(schema, dict) or not schema:
+        return Any
+    if schema.get("enum"):
+        return Literal[tuple(schema["enum"])]
+    if "const" in schema:
+        return Literal[schema["const"]]
+    options = schema.get("anyOf")
+    kinds = schema.get("type")
+    if isinstance(kinds, list):
+        options = [{**schema, "type": k} for k in kinds]
+    if isinstance(options, list):
+        members = tuple(schema_type(o, f"{name}_{i}") for i, o in enumerate(options))
+        return Any if Any in members else Union[members]  # noqa: UP007 (a runtime tuple)
+    if kinds == "string":
+        pattern = schema.get("pattern") or FORMAT_PATTERNS.get(schema.get("format", ""))
+        if isinstance(pattern, str) and not _PORTABLE.search(pattern):
+            return Annotated[str, StringConstraints(pattern=pattern)]
+        return str
+    if kinds in _SCALARS:
+        return _SCALARS[kinds]
+    if kinds == "array":
+        items = schema.get("items")
+        item = schema_type(items, f"{name}_item") if isinstance(items, dict) else Any
+        return list[item]  # type: ignore[valid-type]
+    if kinds == "object":
+        return _object_type(schema, name)
+    return Any
+
+
+def _object_type(schema: dict[str, Any], name: str) -> Any:
+    props = schema.get("properties")
+    extra = schema.get("additionalProperties", True)
+    if not isinstance(props, dict) or (not props and extra is not False):
+        value = schema_type(extra, f"{name}_value") if isinstance(extra, dict) else Any
+        return dict[str, value]  # type: ignore[valid-type]
+    required = set(schema.get("required") or [])
+    keys: dict[str, Any] = {}
+    for key, sub in props.items():
+        kind = schema_type(sub, f"{name}_{key}")
+        keys[key] = kind if key in required else NotRequired[kind]
+    make: Any = TypedDict  # built from data: mypy checks only literal TypedDicts
+    record: Any = make(name + RECORD_SUFFIX, keys)
+    record.__pydantic_config__ = _CLOSED if extra is False else _OPEN
+    return record
 
 
 def load_synth_pack(folder: Path | str) -> Pack:
@@ -98,7 +160,10 @@ def load_synth_pack(folder: Path | str) -> Pack:
 
     tools = []
     for entry in read_json(folder / TOOLS):
-        spec = ToolSpec.model_validate(entry["spec"])
+        raw = copy.deepcopy(entry["spec"])
+        # a pack written before arguments were closed: served as validated, closed
+        close_objects(raw.get("input_schema"))
+        spec = ToolSpec.model_validate(raw)
         desc = entry["handler"]
         model = input_model(spec.name, spec.input_schema)
         tools.append(Tool(spec, model, _handler(desc, runtime, ensure_parents)))

@@ -5,9 +5,14 @@
 sample. What it cannot know, and an agent needs, is added here from the same samples:
 
 - ``enum`` for a string that takes a small closed set of values often enough to believe the set
-  is closed (a status, a cabin class), never for free text or ids;
+  is closed (a status, a cabin class), never for free text or ids (the rule: :func:`is_closed`);
 - ``format`` for dates, date-times and emails, and a ``pattern`` for id-like strings
   (``#W1234567``, ``credit_card_123``) so that an agent learns the id's shape;
+- maps keyed by ids or dates (tau2 retail's ``payment_methods: {"paypal_3024827": {...}}``) as
+  ``additionalProperties: <value schema>``, never as fixed properties: the keys are one record's
+  data, and as properties they would put other users' ids in every tool description served;
+- for a tool's arguments (``object_root``), ``additionalProperties: false`` on every object with
+  named properties, since the served tool refuses an argument it never saw (a 422);
 - descriptions, when the trace carried a tool definition, are kept by the caller.
 
 The inferred schema always validates every observed sample: enums and patterns are built from
@@ -17,68 +22,198 @@ the values themselves, and a property seen only sometimes is left out of ``requi
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
+import orjson
 from genson import SchemaBuilder
 
 ENUM_MAX = 8
 """At most this many distinct values make an enum..."""
-ENUM_MIN_REPEAT = 2.0
-"""...and only when each value was seen this many times on average (a closed set repeats)."""
+ENUM_MIN_REPEAT = 2
+"""...and only when every value was seen at least this many times (see :func:`is_closed`)."""
+MAP_MIN_KEYS = 3
+"""Objects whose keys are not ids are maps only with this many distinct keys (and more rules)."""
 
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$")
+_DAY = r"\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])"
+_TIME = r"([01]\d|2[0-3]):[0-5]\d(:([0-5]\d|60)(\.\d+)?)?(Z|[+-]([01]\d|2[0-3]):?[0-5]\d)?"
+_DATE = re.compile(f"^{_DAY}$")
+_DATETIME = re.compile(f"^{_DAY}[T ]{_TIME}$")
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[A-Za-z]{2,}$")
+_UUID = r"^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$"
 _ID_SHAPES = [
     (re.compile(r"^#[A-Z]+\d+$"), r"^#[A-Z]+\d+$"),
     (re.compile(r"^[a-z]+(_[a-z]+)*_\d+$"), r"^[a-z]+(_[a-z]+)*_\d+$"),
     (re.compile(r"^[A-Z]{2,}-?\d+$"), r"^[A-Z]{2,}-?\d+$"),
     (re.compile(r"^\d{6,}$"), r"^\d{6,}$"),
-    (re.compile(r"^[0-9A-F]{8}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{12}$", re.I), None),
+    (re.compile(_UUID), None),
 ]
+_WORD = re.compile(r"^[A-Za-z][A-Za-z _-]{0,39}$")
+"""What a value of a closed set looks like: a word or a few (no digits: ids and amounts have)."""
+
+FORMAT_PATTERNS = {
+    "date": _DATE.pattern,
+    "date-time": _DATETIME.pattern,
+    "email": _EMAIL.pattern,
+    "uuid": _UUID,
+}
+"""The shape each inferred ``format`` stands for (what the synthesized tools check)."""
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "object": (dict,),
+    "array": (list,),
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "null": (type(None),),
+}
 
 
 def infer_schema(samples: Iterable[Any], *, object_root: bool = False) -> dict[str, Any]:
-    """A JSON schema that every sample validates against, with enums and formats added."""
+    """A JSON schema that every sample validates against, with enums and formats added.
+
+    ``object_root``: the samples are a tool's argument objects; the schema is an object and
+    closed (``additionalProperties: false``) wherever it names its properties."""
     builder = SchemaBuilder(schema_uri=False)
-    values: dict[str, list[Any]] = {}
-    seen = False
+    observed: list[Any] = []
+    seen: set[bytes] = set()
     for sample in samples:
-        seen = True
         builder.add_object(sample)
-        _collect(sample, "", values)
-    if not seen:
-        return {"type": "object", "properties": {}} if object_root else {}
+        # facets count distinct observations: a call retried as it was is one piece of evidence
+        key = _canonical(sample)
+        if key not in seen:
+            seen.add(key)
+            observed.append(sample)
+    if not observed:
+        return (
+            {"type": "object", "properties": {}, "additionalProperties": False}
+            if (object_root)
+            else {}
+        )
     schema: dict[str, Any] = builder.to_schema()
     schema.pop("$schema", None)
-    _annotate(schema, "", values)
+    schema = _refine(schema, observed, root=True, sparse=not object_root)
     if object_root and schema.get("type") == "object":
         schema.setdefault("properties", {})
+    if object_root:
+        close_objects(schema)
     return schema
 
 
-def _collect(value: Any, path: str, out: dict[str, list[Any]]) -> None:
-    if isinstance(value, dict):
-        for k, v in value.items():
-            _collect(v, f"{path}/{k}", out)
-    elif isinstance(value, list):
-        for v in value:
-            _collect(v, f"{path}/*", out)
-    elif isinstance(value, str):
-        out.setdefault(path, []).append(value)
+def _canonical(value: Any) -> bytes:
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+    except TypeError:
+        return repr(value).encode()
 
 
-def _annotate(schema: dict[str, Any], path: str, values: dict[str, list[Any]]) -> None:
-    for option in schema.get("anyOf", []):
-        _annotate(option, path, values)
-    for name, sub in schema.get("properties", {}).items():
-        _annotate(sub, f"{path}/{name}", values)
+def _refine(
+    schema: dict[str, Any], values: list[Any], *, root: bool = False, sparse: bool = True
+) -> dict[str, Any]:
+    """genson's schema for ``values`` (what was observed at this place), with maps, enums and
+    formats: each node sees exactly the values that reached it. A tool's arguments are never a
+    map at the root, and in arguments only keys shaped like ids make one (``sparse`` off: a
+    call gives some of its optional arguments, not a record's fields)."""
+    if "anyOf" in schema:
+        schema["anyOf"] = [
+            _refine(o, [v for v in values if _fits(o, v)], root=root, sparse=sparse)
+            for o in schema["anyOf"]
+        ]
+        return schema
+    if schema.get("type") == "object":
+        objects = [v for v in values if isinstance(v, dict)]
+        if not (root and not sparse) and is_map(objects, sparse=sparse):
+            return _map_schema(objects, sparse)
+        for name, sub in schema.get("properties", {}).items():
+            present = [o[name] for o in objects if name in o]
+            schema["properties"][name] = _refine(sub, present, sparse=sparse)
+        return schema
     items = schema.get("items")
-    if isinstance(items, dict):
-        _annotate(items, f"{path}/*", values)
-    if schema.get("type") == "string" and path in values:
-        schema.update(string_facets(values[path]))
+    if schema.get("type") == "array" and isinstance(items, dict):
+        inner = [x for v in values if isinstance(v, list) for x in v]
+        schema["items"] = _refine(items, inner, sparse=sparse)
+        return schema
+    if schema.get("type") == "string":
+        schema.update(string_facets([v for v in values if isinstance(v, str)]))
+    return schema
+
+
+def _fits(option: dict[str, Any], value: Any) -> bool:
+    kinds = option.get("type")
+    names = kinds if isinstance(kinds, list) else [kinds]
+    for name in names:
+        types = _JSON_TYPES.get(name) if isinstance(name, str) else None
+        if (
+            types
+            and isinstance(value, types)
+            and not (isinstance(value, bool) and name in ("integer", "number"))
+        ):
+            return True
+    return False
+
+
+def is_map(objects: list[dict[str, Any]], *, sparse: bool = True) -> bool:
+    """Whether these objects (observed at one place) are maps from data keys to values of one
+    shape rather than records with named fields:
+
+    - every key is an id or a date (``"paypal_3024827"``, ``"1008292230"``, ``"2024-05-16"``);
+    - or (``sparse``), with at least two observations and :data:`MAP_MIN_KEYS` keys, no key is
+      in every observation, a key is in fewer than half of them on average, and every value is
+      of one JSON type (records repeat their field names; maps of other users' data do not).
+    """
+    keys = Counter(k for o in objects for k in o)
+    if not keys:
+        return False
+    if all(is_id_like(k) or _DATE.match(k) for k in keys):
+        return True
+    n = len(objects)
+    if not sparse or n < 2 or len(keys) < MAP_MIN_KEYS or max(keys.values()) == n:
+        return False
+    if sum(keys.values()) / len(keys) >= n / 2:
+        return False
+    kinds = {_kind(v) for o in objects for v in o.values()}
+    return len(kinds) == 1
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    return type(value).__name__
+
+
+def _map_schema(objects: list[dict[str, Any]], sparse: bool) -> dict[str, Any]:
+    values = [v for o in objects for v in o.values()]
+    builder = SchemaBuilder(schema_uri=False)
+    for value in values:
+        builder.add_object(value)
+    value_schema = builder.to_schema()
+    value_schema.pop("$schema", None)
+    return {"type": "object", "additionalProperties": _refine(value_schema, values, sparse=sparse)}
+
+
+def close_objects(schema: Any) -> Any:
+    """``additionalProperties: false`` on every object schema (in place) that names its
+    properties or says nothing of others; maps (``additionalProperties: <schema>``) keep theirs.
+    The arguments of a served tool are closed: it refuses names it does not know."""
+    if isinstance(schema, dict):
+        kinds = schema.get("type")
+        is_object = kinds == "object" or (isinstance(kinds, list) and "object" in kinds)
+        if (is_object or "properties" in schema) and "additionalProperties" not in schema:
+            schema["additionalProperties"] = False
+        for key, sub in schema.items():
+            if key in ("properties", "$defs"):
+                for child in sub.values():
+                    close_objects(child)
+            elif key in ("items", "additionalProperties") or key == "anyOf":
+                close_objects(sub)
+    elif isinstance(schema, list):
+        for sub in schema:
+            close_objects(sub)
+    return schema
 
 
 def string_facets(observed: list[str]) -> dict[str, Any]:
@@ -95,13 +230,27 @@ def string_facets(observed: list[str]) -> dict[str, Any]:
     for shape, pattern in _ID_SHAPES:
         if all(shape.match(v) for v in distinct):
             return {"format": "uuid"} if pattern is None else {"pattern": pattern}
-    if (
-        len(distinct) <= ENUM_MAX
-        and len(observed) >= ENUM_MIN_REPEAT * len(distinct)
-        and all(len(v) <= 40 and "\n" not in v for v in distinct)
-    ):
+    if is_closed(observed):
         return {"enum": distinct}
     return {}
+
+
+def is_closed(observed: list[str]) -> bool:
+    """Whether the values seen of one string field are believed to be all it takes: an enum,
+    which the synthesized tool then enforces (a value outside it is a 422).
+
+    The rule: 2 to :data:`ENUM_MAX` distinct values, each a word or a few (letters, spaces,
+    ``_`` and ``-``: no digits, so never an id or an amount), and each seen at least
+    :data:`ENUM_MIN_REPEAT` times. The last is Good-Turing's estimate: the chance that the next
+    value is one never seen is about the share of values seen once, so a set with a value seen
+    once (``cabin``: economy 9, business 1) is left open, and so is one value seen however often
+    (a constant so far, not a set)."""
+    counts = Counter(observed)
+    return (
+        2 <= len(counts) <= ENUM_MAX
+        and all(_WORD.match(v) for v in counts)
+        and min(counts.values()) >= ENUM_MIN_REPEAT
+    )
 
 
 def is_id_like(value: Any) -> bool:

@@ -168,15 +168,23 @@ _EXPECTED = {"missing": "a value (the argument is required)"}
 
 
 def _details(exc: ValidationError, schema: dict[str, Any]) -> list[dict[str, Any]]:
-    props = schema.get("properties", {})
+    """One detail per bad argument, nested ones by their path (``items.0.quantity``): what the
+    schema expects there, the problem and the value received. A union's failure (one error
+    per member in pydantic) is one detail that names every member."""
     details = []
+    seen: set[tuple[str, str]] = set()
     for err in exc.errors(include_url=False):
-        loc = [str(p) for p in err["loc"]]
-        argument = ".".join(loc) or "(arguments)"
+        path, node, parent = schema_at(schema, err["loc"])
+        argument = ".".join(path) or "(arguments)"
         if err["type"] == "extra_forbidden":
-            expected = f"one of the tool's arguments {sorted(props)}"
+            names = sorted(_properties(parent))
+            where = "the tool's arguments" if len(path) == 1 else "the fields"
+            expected = f"one of {where} {names}"
         else:
-            expected = _EXPECTED.get(err["type"]) or _describe(props.get(loc[0], {}) if loc else {})
+            expected = _EXPECTED.get(err["type"]) or describe(node, schema)
+        if (argument, expected) in seen:
+            continue
+        seen.add((argument, expected))
         detail: dict[str, Any] = {"argument": argument, "expected": expected, "problem": err["msg"]}
         if err["type"] != "missing":
             detail["received"] = err.get("input")
@@ -184,13 +192,168 @@ def _details(exc: ValidationError, schema: dict[str, Any]) -> list[dict[str, Any
     return details
 
 
-def _describe(prop: dict[str, Any]) -> str:
+def _resolve(root: dict[str, Any], node: Any) -> dict[str, Any]:
+    for _ in range(32):
+        if not isinstance(node, dict):
+            return {}
+        ref = node.get("$ref")
+        if not (isinstance(ref, str) and ref.startswith("#/")):
+            return node
+        target: Any = root
+        for part in ref[2:].split("/"):
+            target = target.get(part, {}) if isinstance(target, dict) else {}
+        node = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+    return node
+
+
+def _branches(node: dict[str, Any]) -> list[Any]:
+    if "anyOf" in node:
+        return list(node["anyOf"])
+    if "oneOf" in node:
+        return list(node["oneOf"])
+    kinds = node.get("type")
+    if isinstance(kinds, list):
+        return [{**node, "type": k} for k in kinds]
+    return []
+
+
+def _properties(node: dict[str, Any]) -> dict[str, Any]:
+    props = node.get("properties")
+    return props if isinstance(props, dict) else {}
+
+
+_TAG_TYPES = {"int": "integer", "float": "number", "str": "string", "bool": "boolean"}
+_TAG_HEADS = frozenset(
+    {*_TAG_TYPES, "none", "list", "dict", "tuple", "set", "literal", "constrained-str", "any"}
+)
+RECORD_SUFFIX = "__record"
+"""Ends the name of a nested object type a tool declares dynamically (so its union tag is known
+for one)."""
+
+
+def _is_tag(part: str, root: dict[str, Any]) -> bool:
+    """Whether a location part is pydantic's name of a union member, not an argument's name."""
+    head = part.split("[", 1)[0]
+    return (
+        head in _TAG_HEADS
+        or head.startswith("function-")
+        or part.endswith(RECORD_SUFFIX)
+        or part in (root.get("$defs") or {})
+    )
+
+
+def _by_tag(root: dict[str, Any], branches: list[Any], tag: str) -> dict[str, Any] | None:
+    """The member of a union that a pydantic error's location tag names (``int``,
+    ``list[str]``, ``literal['a','b']``, a nested model's name...)."""
+    head = tag.split("[", 1)[0]
+    want = _TAG_TYPES.get(head) or {"list": "array", "dict": "object", "tuple": "array"}.get(head)
+    if head == "constrained-str":
+        want = "string"
+    for branch in (_resolve(root, b) for b in branches):
+        if head == "literal" and "enum" in branch:
+            return branch
+        if want is not None and branch.get("type") == want and "enum" not in branch:
+            return branch
+        if want is None and head != "literal" and branch.get("type") == "object":
+            return branch
+    return None
+
+
+def schema_at(
+    schema: dict[str, Any], loc: tuple[Any, ...] | list[Any]
+) -> tuple[list[str], dict[str, Any], dict[str, Any]]:
+    """Where a validation error's location ``loc`` points in ``schema``: the argument path
+    (union members' tags left out), the schema there, and the object schema holding it."""
+    node = _resolve(schema, schema)
+    parent = node
+    path: list[str] = []
+    parts = list(loc)
+    i = 0
+    while i < len(parts):
+        part = parts[i]
+        branches = _branches(node)
+        named = isinstance(part, str) and (
+            part in _properties(node)
+            or any(part in _properties(_resolve(schema, b)) for b in branches)
+        )
+        if isinstance(part, str) and not named and _is_tag(part, schema):
+            # a union member's tag: the error is in that member, or is the union's own
+            chosen = _by_tag(schema, branches, part) if branches else None
+            i += 1
+            if i < len(parts) and chosen is not None:
+                node = chosen
+            continue
+        if branches:
+            chosen = next(
+                (
+                    b
+                    for b in (_resolve(schema, b) for b in branches)
+                    if (isinstance(part, int) and b.get("type") == "array")
+                    or (
+                        isinstance(part, str)
+                        and (
+                            part in _properties(b)
+                            or isinstance(b.get("additionalProperties"), dict)
+                        )
+                    )
+                ),
+                None,
+            )
+            if chosen is None:
+                path.extend(str(p) for p in parts[i:])
+                return path, {}, parent
+            node = chosen
+        path.append(str(part))
+        parent = node
+        if isinstance(part, int) and "items" in node:
+            node = _resolve(schema, node["items"])
+        elif isinstance(part, str) and part in _properties(node):
+            node = _resolve(schema, node["properties"][part])
+        elif isinstance(node.get("additionalProperties"), dict):
+            node = _resolve(schema, node["additionalProperties"])
+        else:
+            node = {}
+        i += 1
+    return path, node, parent
+
+
+def describe(prop: dict[str, Any], root: dict[str, Any] | None = None) -> str:
+    """What a schema asks for, in words an agent reads in a 422: ``one of ['a', 'b']``,
+    ``integer >= 1 and <= 50``, ``array of string``, ``string matching ^#W\\d+$``."""
+    prop = _resolve(root or prop, prop)
     if "enum" in prop:
         return f"one of {prop['enum']}"
-    if "type" in prop:
+    if "const" in prop:
+        return f"exactly {prop['const']!r}"
+    if "type" in prop and not isinstance(prop["type"], list):
         kind = str(prop["type"])
-        if kind == "array" and "type" in prop.get("items", {}):
-            return f"array of {prop['items']['type']}"
-        return kind
-    options = [_describe(o) for o in prop.get("anyOf", []) if o.get("type") != "null"]
+        if kind == "array" and isinstance(prop.get("items"), dict):
+            inner = prop["items"]
+            kind = f"array of {describe(inner, root) if inner else 'any'}"
+        elif kind == "object" and isinstance(prop.get("properties"), dict):
+            kind = f"object with {sorted(prop['properties'])}"
+        return kind + _bounds(prop)
+    options = [describe(o, root) for o in _branches(prop) if o.get("type") != "null"]
+    if options and len(options) < len(_branches(prop)):
+        options.append("null")
     return " or ".join(options) if options else "a valid value"
+
+
+_BOUNDS = [
+    ("minimum", ">="),
+    ("exclusiveMinimum", ">"),
+    ("maximum", "<="),
+    ("exclusiveMaximum", "<"),
+    ("minLength", "of length >="),
+    ("maxLength", "of length <="),
+    ("minItems", "with items >="),
+    ("maxItems", "with items <="),
+]
+
+
+def _bounds(prop: dict[str, Any]) -> str:
+    parts = [f"{word} {prop[key]}" for key, word in _BOUNDS if key in prop]
+    if "pattern" in prop:
+        parts.append(f"matching {prop['pattern']}")
+    text = f" ({prop['format']})" if "format" in prop else ""
+    return text + (" " + " and ".join(parts) if parts else "")

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from sqlmodel import Field
+from typing import Literal
+
+from sqlmodel import AutoString, Field
 
 from simforge.world import entity
 
 from ..base import Base
+
+PaymentMethod = Literal["card", "bank_transfer", "store_credit"]
 
 
 @entity(id_prefix="INV-", id_width=5, system="billing")
@@ -17,7 +21,7 @@ class Invoice(Base, table=True):
     order_id: str
     customer_id: str
     amount: float
-    status: str = Field("open", description="open | paid | void")
+    status: Literal["open", "paid", "void"] = Field("open", sa_type=AutoString)
     issued_at: str
 
 
@@ -31,7 +35,7 @@ class Refund(Base, table=True):
     amount: float
     reason: str = ""
     approval_id: str | None = None
-    status: str = Field("issued", description="issued | settled")
+    status: Literal["issued", "settled"] = Field("issued", sa_type=AutoString)
     created_at: str
 
 
@@ -55,7 +59,7 @@ class Approval(Base, table=True):
     kind: str = Field("refund", description="What was approved (refund).")
     order_id: str
     amount_limit: float = Field(description="The largest amount the approval covers.")
-    status: str = Field("pending", description="pending | approved | rejected")
+    status: Literal["pending", "approved", "rejected"] = Field("pending", sa_type=AutoString)
     requested_by: str = ""
     decided_by: str | None = None
     created_at: str
@@ -68,7 +72,7 @@ class LedgerEntry(Base, table=True):
     id: str = Field(primary_key=True)
     customer_id: str
     order_id: str | None = None
-    kind: str = Field(description="refund | credit_note | account_credit")
+    kind: Literal["refund", "credit_note", "account_credit"] = Field(sa_type=AutoString)
     amount: float
     reference: str = Field("", description="The refund, credit note or note behind the entry.")
     created_at: str
@@ -83,5 +87,5 @@ class Payment(Base, table=True):
     order_id: str
     customer_id: str
     amount: float
-    method: str = Field("card", description="card | bank_transfer | store_credit")
+    method: PaymentMethod = Field("card", sa_type=AutoString)
     created_at: str

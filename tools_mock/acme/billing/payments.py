@@ -3,14 +3,14 @@ voiding invoices, manual credit notes, and a customer's balance."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import Field
 
 from simforge.tools import ToolContext, ToolError, tool
 
 from ..common import BILLING, money, now_iso, reads, text, today_iso
-from .models import Payment
+from .models import Payment, PaymentMethod
 from .tools import post_ledger_entry, refunded_so_far
 
 _WRITE: dict[str, Any] = {
@@ -19,7 +19,7 @@ _WRITE: dict[str, Any] = {
     "latency": BILLING.write,
     "capacity": BILLING.capacity,
 }
-METHODS = ("card", "bank_transfer", "store_credit")
+METHODS: tuple[str, ...] = get_args(PaymentMethod)
 _CENT = 0.005
 
 
@@ -53,7 +53,7 @@ def record_payment(
     ctx: ToolContext,
     invoice_id: str = Field(description="An open Invoice."),
     amount: float = Field(description="Amount captured; must equal the invoice amount."),
-    method: str = Field("card", description="card | bank_transfer | store_credit"),
+    method: PaymentMethod = "card",
 ) -> dict[str, Any]:
     """Capture payment of an open invoice in full. Store credit is drawn from the customer's
     balance. The invoice becomes paid, and its order paid (a pending order moves to

@@ -3,8 +3,10 @@ public ones that customers read)."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from sqlalchemy import JSON, Column
-from sqlmodel import Field
+from sqlmodel import AutoString, Field
 
 from simforge.world import entity
 
@@ -22,7 +24,7 @@ class Email(Base, table=True):
     cc: list[str] = Field(default_factory=list, sa_column=Column(JSON))
     subject: str
     body: str
-    direction: str = Field(description="internal | outbound | inbound")
+    direction: Literal["internal", "outbound", "inbound"] = Field(sa_type=AutoString)
     sent_at: str
 
 
@@ -37,7 +39,7 @@ class CalendarEvent(Base, table=True):
     start: str
     end: str
     location: str = ""
-    status: str = Field("confirmed", description="confirmed | cancelled")
+    status: Literal["confirmed", "cancelled"] = Field("confirmed", sa_type=AutoString)
 
 
 @entity(id_prefix="CH-", id_width=3, system="comms")
@@ -46,7 +48,7 @@ class Channel(Base, table=True):
 
     id: str = Field(primary_key=True, description="Channel id, e.g. CH-001.")
     name: str
-    visibility: str = Field("internal", description="internal | public")
+    visibility: Literal["internal", "public"] = Field("internal", sa_type=AutoString)
     description: str = ""
 
 

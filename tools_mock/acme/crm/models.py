@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from sqlmodel import Field
+from typing import Literal, get_args
+
+from sqlmodel import AutoString, Field
 
 from simforge.world import entity
 
@@ -17,21 +19,24 @@ class Customer(Base, table=True):
     name: str
     email: str
     phone: str
-    tier: str = Field("standard", description="standard | silver | gold | platinum")
-    status: str = Field("active", description="active | suspended | closed")
+    tier: Tier = Field("standard", sa_type=AutoString)
+    status: Literal["active", "suspended", "closed"] = Field("active", sa_type=AutoString)
     address: str = Field("", description="Default shipping address.")
     created_at: str = Field(description="ISO date the account was opened.")
     account_credit: float = Field(0.0, description="Store credit balance, in USD.")
 
 
-OPPORTUNITY_STAGES = (
+Tier = Literal["standard", "silver", "gold", "platinum"]
+ContactRole = Literal["billing", "shipping", "purchasing", "other"]
+OpportunityStage = Literal[
     "prospecting",
     "qualification",
     "proposal",
     "negotiation",
     "closed_won",
     "closed_lost",
-)
+]
+OPPORTUNITY_STAGES: tuple[str, ...] = get_args(OpportunityStage)
 
 
 @entity(id_prefix="CT-", id_width=4, searchable=("name", "email"), system="crm")
@@ -43,7 +48,7 @@ class Contact(Base, table=True):
     name: str
     email: str
     phone: str = ""
-    role: str = Field("other", description="billing | shipping | purchasing | other")
+    role: ContactRole = Field("other", sa_type=AutoString)
     is_primary: bool = False
 
 
@@ -54,7 +59,7 @@ class Opportunity(Base, table=True):
     id: str = Field(primary_key=True, description="Opportunity id, e.g. OPP-0001.")
     customer_id: str
     name: str
-    stage: str = Field("prospecting", description=" | ".join(OPPORTUNITY_STAGES))
+    stage: OpportunityStage = Field("prospecting", sa_type=AutoString)
     amount: float = Field(description="Deal value before discount, in USD.")
     discount_pct: float = 0.0
     discount_approved_by: str | None = Field(None, description="User who approved the discount.")

@@ -11,7 +11,7 @@ from simforge.tools import ToolContext, ToolError, tool
 
 from ..common import CRM, money, now_iso, reads, text, today_iso
 from ..iam.tools import require_permission
-from .models import OPPORTUNITY_STAGES, Opportunity
+from .models import OPPORTUNITY_STAGES, Opportunity, OpportunityStage
 
 SELF_SERVICE_DISCOUNT = 15.0
 MAX_DISCOUNT = 40.0
@@ -96,7 +96,7 @@ def set_opportunity_discount(
 def update_opportunity_stage(
     ctx: ToolContext,
     opportunity_id: str = Field(description="An open Opportunity."),
-    stage: str = Field(description=" | ".join(OPPORTUNITY_STAGES)),
+    stage: OpportunityStage = Field(description="The next stage, or closed_lost."),
 ) -> dict[str, Any]:
     """Move a deal to the next stage (prospecting, qualification, proposal, negotiation,
     closed_won), one step at a time; closed_lost is possible from any open stage. Closing won

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, get_args
 
 from simforge.tools import ToolContext, ToolError, crud_tools, tool
 from simforge.world import EntitySchema
 
 from ..common import CRM, reads, today_iso
-from .models import Contact, Customer
+from .models import Contact, ContactRole, Customer, Tier
 from .sales import SALES_TOOLS
 
-TIERS = ("standard", "silver", "gold", "platinum")
+TIERS: tuple[str, ...] = get_args(Tier)
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 
 
@@ -34,7 +34,7 @@ def create_customer(
     email: str,
     phone: str = "",
     address: str = "",
-    tier: str = "standard",
+    tier: Tier = "standard",
 ) -> dict[str, Any]:
     """Open a new customer account. The email must be unique; tier is one of standard, silver,
     gold, platinum. Returns the new Customer with its assigned id."""
@@ -80,7 +80,7 @@ def update_customer_contact(
     return ctx.update("Customer", customer_id, changes)
 
 
-CONTACT_ROLES = ("billing", "shipping", "purchasing", "other")
+CONTACT_ROLES: tuple[str, ...] = get_args(ContactRole)
 
 
 def _contact_email(ctx: ToolContext, customer_id: str, email: str, owner: str | None) -> str:
@@ -118,7 +118,7 @@ def create_contact(
     name: str,
     email: str,
     phone: str = "",
-    role: str = "other",
+    role: ContactRole = "other",
     is_primary: bool = False,
 ) -> dict[str, Any]:
     """Add a contact person to an open account. An email appears once per account; making the
@@ -147,7 +147,7 @@ def update_contact(
     contact_id: str,
     email: str | None = None,
     phone: str | None = None,
-    role: str | None = None,
+    role: ContactRole | None = None,
     is_primary: bool | None = None,
 ) -> dict[str, Any]:
     """Change a contact's email, phone, role or primary flag; fields not given are kept.

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from sqlmodel import Field
+from typing import Literal
+
+from sqlmodel import AutoString, Field
 
 from simforge.world import entity
 
 from ..base import Base
+
+ExpenseCategory = Literal["travel", "meals", "software", "equipment", "other"]
 
 
 @entity(id_prefix="BUD-", id_width=3, system="finance")
@@ -28,7 +32,7 @@ class Vendor(Base, table=True):
     id: str = Field(primary_key=True, description="Vendor id, e.g. V-0001.")
     name: str
     category: str
-    status: str = Field("active", description="active | blocked")
+    status: Literal["active", "blocked"] = Field("active", sa_type=AutoString)
     payment_terms: str = "net30"
     country: str = "US"
 
@@ -43,7 +47,9 @@ class PurchaseRequest(Base, table=True):
     vendor_id: str
     description: str
     amount: float
-    status: str = Field("pending", description="pending | approved | rejected | ordered")
+    status: Literal["pending", "approved", "rejected", "ordered"] = Field(
+        "pending", sa_type=AutoString
+    )
     approver_id: str | None = None
     decision_note: str = ""
     created_at: str
@@ -58,7 +64,7 @@ class PurchaseOrder(Base, table=True):
     vendor_id: str
     department: str
     amount: float
-    status: str = Field("issued", description="issued | received | closed")
+    status: Literal["issued", "received", "closed"] = Field("issued", sa_type=AutoString)
     issued_at: str
 
 
@@ -69,10 +75,12 @@ class ExpenseReport(Base, table=True):
     id: str = Field(primary_key=True, description="Expense report id, e.g. EXP-0001.")
     employee_id: str
     amount: float
-    category: str = Field(description="travel | meals | software | equipment | other")
+    category: ExpenseCategory = Field(sa_type=AutoString)
     description: str
     receipt_attached: bool = False
-    status: str = Field("submitted", description="submitted | approved | rejected | paid")
+    status: Literal["submitted", "approved", "rejected", "paid"] = Field(
+        "submitted", sa_type=AutoString
+    )
     approver_id: str | None = None
     decision_note: str = ""
     submitted_at: str

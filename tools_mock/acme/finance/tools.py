@@ -3,7 +3,7 @@ commit budget, and expense reports approved by the employee's manager."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import Field
 
@@ -11,7 +11,14 @@ from simforge.tools import ToolContext, ToolError, tool
 
 from ..common import FINANCE, money, now_iso, reads, text
 from ..iam.tools import require_permission
-from .models import Budget, ExpenseReport, PurchaseOrder, PurchaseRequest, Vendor
+from .models import (
+    Budget,
+    ExpenseCategory,
+    ExpenseReport,
+    PurchaseOrder,
+    PurchaseRequest,
+    Vendor,
+)
 
 _WRITE: dict[str, Any] = {
     "kind": "write",
@@ -21,7 +28,7 @@ _WRITE: dict[str, Any] = {
 }
 LARGE_PURCHASE = 10_000.00
 RECEIPT_ABOVE = 75.00
-EXPENSE_CATEGORIES = ("travel", "meals", "software", "equipment", "other")
+EXPENSE_CATEGORIES: tuple[str, ...] = get_args(ExpenseCategory)
 FISCAL_YEAR = 2026
 
 
@@ -164,7 +171,7 @@ def submit_expense_report(
     ctx: ToolContext,
     employee_id: str = Field(description="The Employee who paid."),
     amount: float = Field(description="Amount to reimburse, in USD."),
-    category: str = Field(description="travel | meals | software | equipment | other"),
+    category: ExpenseCategory = Field(description="What kind of spending it is."),
     description: str = Field(description="What was bought, for which business purpose."),
     receipt_attached: bool = Field(False, description="Whether a receipt is attached."),
 ) -> dict[str, Any]:

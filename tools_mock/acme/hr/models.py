@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from sqlmodel import Field
+from typing import Literal, get_args
+
+from sqlmodel import AutoString, Field
 
 from simforge.world import entity
 
 from ..base import Base
 
-DEPARTMENTS = (
+Department = Literal[
     "executive",
     "engineering",
     "it",
@@ -17,8 +19,10 @@ DEPARTMENTS = (
     "finance",
     "hr",
     "operations",
-)
-LEAVE_TYPES = ("vacation", "sick", "personal")
+]
+DEPARTMENTS: tuple[str, ...] = get_args(Department)
+LeaveType = Literal["vacation", "sick", "personal"]
+LEAVE_TYPES: tuple[str, ...] = get_args(LeaveType)
 
 
 @entity(id_prefix="E-", id_width=4, searchable=("name", "email", "title"), system="hr")
@@ -28,12 +32,12 @@ class Employee(Base, table=True):
     id: str = Field(primary_key=True, description="Employee id, e.g. E-0001.")
     name: str
     email: str = Field(description="Work email (first.last@acme.example).")
-    department: str = Field(description=" | ".join(DEPARTMENTS))
+    department: Department = Field(sa_type=AutoString)
     title: str
     manager_id: str | None = Field(None, description="The Employee this person reports to.")
-    status: str = Field("active", description="active | on_leave | terminated")
+    status: Literal["active", "on_leave", "terminated"] = Field("active", sa_type=AutoString)
     location: str = ""
-    employment_type: str = Field("full_time", description="full_time | contractor")
+    employment_type: Literal["full_time", "contractor"] = Field("full_time", sa_type=AutoString)
     hire_date: str
     leave_balance: float = Field(0.0, description="Vacation and personal days left this year.")
 
@@ -44,11 +48,13 @@ class LeaveRequest(Base, table=True):
 
     id: str = Field(primary_key=True)
     employee_id: str
-    type: str = Field("vacation", description=" | ".join(LEAVE_TYPES))
+    type: LeaveType = Field("vacation", sa_type=AutoString)
     start_date: str
     end_date: str
     days: float = Field(description="Working days requested (weekdays between the dates).")
-    status: str = Field("pending", description="pending | approved | rejected | cancelled")
+    status: Literal["pending", "approved", "rejected", "cancelled"] = Field(
+        "pending", sa_type=AutoString
+    )
     approver_id: str | None = None
     note: str = ""
     created_at: str
@@ -62,7 +68,7 @@ class AccessRequest(Base, table=True):
     employee_id: str
     group_id: str
     justification: str
-    status: str = Field("pending", description="pending | approved | rejected")
+    status: Literal["pending", "approved", "rejected"] = Field("pending", sa_type=AutoString)
     approver_id: str | None = None
     decided_at: str | None = None
     created_at: str

@@ -12,7 +12,7 @@ from simforge.tools import ToolContext, ToolError, tool
 
 from ..common import HR, now_iso, parse_day, reads, text, today
 from ..iam.tools import grant, membership, require_permission, user_of_employee
-from .models import LEAVE_TYPES, AccessRequest, Employee, LeaveRequest
+from .models import LEAVE_TYPES, AccessRequest, Employee, LeaveRequest, LeaveType
 
 _WRITE: dict[str, Any] = {
     "kind": "write",
@@ -109,7 +109,7 @@ def request_leave(
     employee_id: str = Field(description="The Employee taking leave."),
     start_date: str = Field(description="First day off, YYYY-MM-DD."),
     end_date: str = Field(description="Last day off, YYYY-MM-DD."),
-    type: str = Field("vacation", description="vacation | sick | personal"),
+    type: LeaveType = "vacation",
     note: str = "",
 ) -> dict[str, Any]:
     """File a leave request for the employee's manager to decide. Dates must not lie in the past;

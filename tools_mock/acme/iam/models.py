@@ -3,8 +3,10 @@ them."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from sqlalchemy import JSON, Column
-from sqlmodel import Field
+from sqlmodel import AutoString, Field
 
 from simforge.world import entity
 
@@ -19,7 +21,7 @@ class User(Base, table=True):
     username: str
     email: str
     employee_id: str
-    status: str = Field("active", description="active | locked | disabled")
+    status: Literal["active", "locked", "disabled"] = Field("active", sa_type=AutoString)
     roles: list[str] = Field(default_factory=list, sa_column=Column(JSON))
     mfa_enabled: bool = True
     last_login_at: str | None = None

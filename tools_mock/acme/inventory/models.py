@@ -8,7 +8,9 @@ the shelf; a cancellation releases them.
 
 from __future__ import annotations
 
-from sqlmodel import Field
+from typing import Literal
+
+from sqlmodel import AutoString, Field
 
 from simforge.world import entity
 
@@ -22,7 +24,7 @@ class Warehouse(Base, table=True):
     id: str = Field(primary_key=True, description="Warehouse id (WH- and two digits).")
     name: str
     city: str
-    status: str = Field("active", description="active | maintenance")
+    status: Literal["active", "maintenance"] = Field("active", sa_type=AutoString)
 
 
 @entity(id_prefix="SL-", id_width=6, system="inventory")
@@ -46,7 +48,7 @@ class Reservation(Base, table=True):
     product_id: str
     warehouse_id: str
     quantity: int
-    status: str = Field("active", description="active | fulfilled | released")
+    status: Literal["active", "fulfilled", "released"] = Field("active", sa_type=AutoString)
     created_at: str
 
 

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, get_args
 
 from sqlalchemy import JSON, Column
-from sqlmodel import Field
+from sqlmodel import AutoString, Field
 
 from simforge.world import entity
 
 from ..base import Base
 
-INCIDENT_PRIORITIES = ("P1", "P2", "P3", "P4")
+ChangeRisk = Literal["low", "medium", "high"]
+AssetCondition = Literal["good", "damaged"]
+IncidentPriority = Literal["P1", "P2", "P3", "P4"]
+INCIDENT_PRIORITIES: tuple[str, ...] = get_args(IncidentPriority)
 
 
 @entity(id_prefix="INC-", id_width=5, searchable=("title", "service"), system="itsm")
@@ -21,8 +24,10 @@ class Incident(Base, table=True):
     id: str = Field(primary_key=True, description="Incident id, e.g. INC-00001.")
     title: str
     service: str = Field(description="The affected service, e.g. email, vpn, checkout.")
-    priority: str = Field("P3", description="P1 (outage) | P2 | P3 | P4")
-    status: str = Field("new", description="new | in_progress | resolved | closed")
+    priority: Literal["P1", "P2", "P3", "P4"] = Field(
+        "P3", sa_type=AutoString, description="P1 is an outage."
+    )
+    status: Literal["new", "in_progress", "resolved", "closed"] = Field("new", sa_type=AutoString)
     reporter_id: str = Field(description="The Employee who reported it.")
     assignee_id: str | None = Field(None, description="The IT Employee working on it.")
     asset_id: str | None = None
@@ -38,9 +43,9 @@ class ChangeRequest(Base, table=True):
     id: str = Field(primary_key=True, description="Change id, e.g. CHG-0001.")
     title: str
     service: str
-    risk: str = Field("low", description="low | medium | high")
-    status: str = Field(
-        "pending_approval", description="pending_approval | approved | rejected | implemented"
+    risk: ChangeRisk = Field("low", sa_type=AutoString)
+    status: Literal["pending_approval", "approved", "rejected", "implemented"] = Field(
+        "pending_approval", sa_type=AutoString
     )
     requester_id: str
     approver_id: str | None = None
@@ -55,10 +60,12 @@ class Asset(Base, table=True):
     """A company device or licence and who holds it."""
 
     id: str = Field(primary_key=True, description="Asset id, e.g. AST-00001.")
-    type: str = Field(description="laptop | monitor | phone | license")
+    type: Literal["laptop", "monitor", "phone", "license"] = Field(sa_type=AutoString)
     model: str
     serial: str
-    status: str = Field("in_stock", description="in_stock | assigned | in_repair | retired")
+    status: Literal["in_stock", "assigned", "in_repair", "retired"] = Field(
+        "in_stock", sa_type=AutoString
+    )
     assigned_to: str | None = Field(None, description="The Employee holding it.")
     purchased_at: str
     cost: float

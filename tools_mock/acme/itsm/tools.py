@@ -11,7 +11,15 @@ from simforge.tools import ToolContext, ToolError, tool
 
 from ..common import ITSM, now_iso, reads, text
 from ..iam.tools import require_permission
-from .models import INCIDENT_PRIORITIES, Asset, ChangeRequest, Incident
+from .models import (
+    INCIDENT_PRIORITIES,
+    Asset,
+    AssetCondition,
+    ChangeRequest,
+    ChangeRisk,
+    Incident,
+    IncidentPriority,
+)
 
 _WRITE: dict[str, Any] = {
     "kind": "write",
@@ -57,7 +65,7 @@ def create_incident(
     title: str = Field(description="One line: what is broken."),
     service: str = Field(description="The affected service."),
     reporter_id: str = Field(description="The Employee reporting it."),
-    priority: str = Field("P3", description="P1 (outage) | P2 | P3 | P4"),
+    priority: IncidentPriority = Field("P3", description="P1 is an outage."),
     description: str = Field("", description="Details; kept as the first note."),
     asset_id: str | None = Field(None, description="The Asset involved, if any."),
 ) -> dict[str, Any]:
@@ -85,7 +93,9 @@ def assign_incident(
     ctx: ToolContext,
     incident_id: str = Field(description="The open Incident."),
     assignee_id: str = Field(description="An active Employee of the IT department."),
-    priority: str | None = Field(None, description="A new priority, if triage changes it."),
+    priority: IncidentPriority | None = Field(
+        None, description="A new priority, if triage changes it."
+    ),
 ) -> dict[str, Any]:
     """Assign an open incident to an IT engineer (status becomes in_progress), optionally
     changing its priority. Returns the Incident."""
@@ -138,7 +148,7 @@ def create_change_request(
     requester_id: str = Field(description="The Employee asking for the change."),
     window_start: str = Field(description="Maintenance window start, ISO time."),
     window_end: str = Field(description="Maintenance window end, ISO time."),
-    risk: str = Field("low", description="low | medium | high"),
+    risk: ChangeRisk = "low",
     rollback_plan: str = Field("", description="How the change is undone; high risk needs one."),
 ) -> dict[str, Any]:
     """Submit a change for CAB approval (status pending_approval). Returns the ChangeRequest."""
@@ -245,7 +255,7 @@ def assign_asset(
 def return_asset(
     ctx: ToolContext,
     asset_id: str = Field(description="An assigned Asset."),
-    condition: str = Field("good", description="good | damaged (damaged goes to repair)."),
+    condition: AssetCondition = Field("good", description="A damaged asset goes to repair."),
 ) -> dict[str, Any]:
     """Take an asset back from its holder: into stock, or into repair when damaged. Returns the
     Asset."""

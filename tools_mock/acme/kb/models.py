@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from sqlalchemy import JSON, Column
-from sqlmodel import Field
+from sqlmodel import AutoString, Field
 
 from simforge.world import entity
 
 from ..base import Base
+
+Visibility = Literal["internal", "public"]
 
 
 @entity(id_prefix="KB-", id_width=4, searchable=("title", "body", "category"), system="kb")
@@ -19,8 +23,8 @@ class Article(Base, table=True):
     body: str
     category: str
     tags: list[str] = Field(default_factory=list, sa_column=Column(JSON))
-    visibility: str = Field("internal", description="internal | public")
-    status: str = Field("draft", description="draft | published | archived")
+    visibility: Visibility = Field("internal", sa_type=AutoString)
+    status: Literal["draft", "published", "archived"] = Field("draft", sa_type=AutoString)
     author_id: str
     reviewer_id: str | None = None
     updated_at: str
@@ -33,7 +37,7 @@ class PolicyDocument(Base, table=True):
     id: str = Field(primary_key=True, description="Policy id, e.g. POL-001.")
     title: str
     version: str
-    status: str = Field("active", description="active | superseded")
+    status: Literal["active", "superseded"] = Field("active", sa_type=AutoString)
     owner_department: str
     effective_date: str
     summary: str

@@ -10,7 +10,7 @@ from pydantic import Field
 from simforge.tools import ToolContext, ToolError, tool
 
 from ..common import KB, now_iso, reads, text
-from .models import Article, PolicyAcknowledgement, PolicyDocument
+from .models import Article, PolicyAcknowledgement, PolicyDocument, Visibility
 
 _WRITE: dict[str, Any] = {
     "kind": "write",
@@ -34,7 +34,7 @@ def create_article(
     title: str = Field(description="The article's title."),
     body: str = Field(description="The article's text."),
     category: str = Field(description="Help-centre category, e.g. returns, billing, it."),
-    visibility: str = Field("internal", description="internal | public"),
+    visibility: Visibility = "internal",
     tags: list[str] = Field(default_factory=list),
 ) -> dict[str, Any]:
     """Write a new article as a draft. Returns the Article."""

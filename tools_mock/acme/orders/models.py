@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, get_args
 
 from sqlalchemy import JSON, Column
-from sqlmodel import Field
+from sqlmodel import AutoString, Field
 
 from simforge.world import entity
 
 from ..base import Base
 
-ORDER_STATUSES = ("pending", "processing", "shipped", "delivered", "cancelled", "refunded")
+OrderStatus = Literal["pending", "processing", "shipped", "delivered", "cancelled", "refunded"]
+ORDER_STATUSES: tuple[str, ...] = get_args(OrderStatus)
 
 
 @entity(id_prefix="P-", id_width=4, searchable=("sku", "name", "category"), system="orders")
@@ -32,7 +33,7 @@ class Order(Base, table=True):
 
     id: str = Field(primary_key=True, description="Order id, e.g. O-1001.")
     customer_id: str
-    status: str = Field("pending", description=" | ".join(ORDER_STATUSES))
+    status: OrderStatus = Field("pending", sa_type=AutoString)
     items: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON))
     total: float = Field(description="Order total, in USD.")
     paid: bool = Field(False, description="Whether payment was captured.")

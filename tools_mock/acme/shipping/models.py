@@ -3,17 +3,20 @@ authorisations (RMAs) for delivered orders."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, get_args
 
 from sqlalchemy import JSON, Column
-from sqlmodel import Field
+from sqlmodel import AutoString, Field
 
 from simforge.world import entity
 
 from ..base import Base
 
-CARRIERS = ("UPS", "FedEx", "USPS", "DHL")
-SERVICES = ("ground", "express", "overnight")
+Carrier = Literal["UPS", "FedEx", "USPS", "DHL"]
+CARRIERS: tuple[str, ...] = get_args(Carrier)
+ReturnCondition = Literal["good", "damaged"]
+ShippingService = Literal["ground", "express", "overnight"]
+SERVICES: tuple[str, ...] = get_args(ShippingService)
 
 
 @entity(id_prefix="SH-", id_width=5, searchable=("tracking_number",), system="shipping")
@@ -23,11 +26,11 @@ class Shipment(Base, table=True):
     id: str = Field(primary_key=True, description="Shipment id, e.g. SH-00001.")
     order_id: str
     warehouse_id: str
-    carrier: str = Field(description=" | ".join(CARRIERS))
-    service: str = Field("ground", description=" | ".join(SERVICES))
+    carrier: Carrier = Field(sa_type=AutoString)
+    service: ShippingService = Field("ground", sa_type=AutoString)
     tracking_number: str
-    status: str = Field(
-        "label_created", description="label_created | in_transit | delivered | exception"
+    status: Literal["label_created", "in_transit", "delivered", "exception"] = Field(
+        "label_created", sa_type=AutoString
     )
     events: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON))
     shipped_at: str
@@ -43,8 +46,10 @@ class ReturnRequest(Base, table=True):
     customer_id: str
     items: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON))
     reason: str
-    status: str = Field("authorized", description="authorized | received | cancelled")
-    condition: str | None = Field(None, description="good | damaged, once received.")
+    status: Literal["authorized", "received", "cancelled"] = Field("authorized", sa_type=AutoString)
+    condition: ReturnCondition | None = Field(
+        None, sa_type=AutoString, description="Once received."
+    )
     warehouse_id: str | None = None
     created_at: str
     received_at: str | None = None

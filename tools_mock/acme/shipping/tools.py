@@ -12,7 +12,15 @@ from simforge.tools import ToolContext, ToolError, tool
 
 from ..common import SHIPPING, money, now_iso, parse_day, reads, text, today, today_iso
 from ..inventory.tools import stock_level
-from .models import CARRIERS, SERVICES, ReturnRequest, Shipment
+from .models import (
+    CARRIERS,
+    SERVICES,
+    Carrier,
+    ReturnCondition,
+    ReturnRequest,
+    Shipment,
+    ShippingService,
+)
 
 _WRITE: dict[str, Any] = {
     "kind": "write",
@@ -45,7 +53,7 @@ def _order_units(order: dict[str, Any]) -> int:
 def get_shipping_quote(
     ctx: ToolContext,
     order_id: str = Field(description="The Order to ship."),
-    service: str = Field("ground", description="ground | express | overnight"),
+    service: ShippingService = "ground",
 ) -> dict[str, Any]:
     """Price and transit days of shipping an order with a service level."""
     order = ctx.require("Order", order_id)
@@ -82,8 +90,8 @@ def create_shipment(
     ctx: ToolContext,
     order_id: str = Field(description="A paid Order in processing."),
     warehouse_id: str = Field(description="The Warehouse holding the order's reservations."),
-    carrier: str = Field(description="UPS | FedEx | USPS | DHL"),
-    service: str = Field("ground", description="ground | express | overnight"),
+    carrier: Carrier = Field(description="Who carries the parcel."),
+    service: ShippingService = "ground",
 ) -> dict[str, Any]:
     """Buy a label and hand a paid, processing order to the carrier from one warehouse. Every
     line must be reserved at that warehouse; the reserved units leave the shelf and the order
@@ -211,7 +219,9 @@ def receive_return(
     ctx: ToolContext,
     return_id: str = Field(description="An authorized ReturnRequest."),
     warehouse_id: str = Field(description="The Warehouse that received the parcel."),
-    condition: str = Field(description="good (back to stock) | damaged (written off)"),
+    condition: ReturnCondition = Field(
+        description="good goes back to stock; damaged is written off."
+    ),
 ) -> dict[str, Any]:
     """Check in a returned parcel. Units in good condition go back on the shelf and become
     sellable again. Returns the ReturnRequest and the value of the returned units, which

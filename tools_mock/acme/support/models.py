@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, get_args
 
 from sqlalchemy import JSON, Column
-from sqlmodel import Field
+from sqlmodel import AutoString, Field
 
 from simforge.world import entity
 
 from ..base import Base
 
-PRIORITIES = ("low", "normal", "high", "urgent")
-TICKET_STATUSES = ("open", "pending", "resolved", "closed")
+TicketPriority = Literal["low", "normal", "high", "urgent"]
+PRIORITIES: tuple[str, ...] = get_args(TicketPriority)
+TicketStatus = Literal["open", "pending", "resolved", "closed"]
+TICKET_STATUSES: tuple[str, ...] = get_args(TicketStatus)
 
 
 @entity(id_prefix="T-", id_width=4, searchable=("subject",), system="support")
@@ -23,8 +25,8 @@ class Ticket(Base, table=True):
     customer_id: str
     order_id: str | None = None
     subject: str
-    status: str = Field("open", description=" | ".join(TICKET_STATUSES))
-    priority: str = Field("normal", description=" | ".join(PRIORITIES))
-    queue: str = Field("tier-1", description="tier-1 | tier-2 | billing")
+    status: TicketStatus = Field("open", sa_type=AutoString)
+    priority: TicketPriority = Field("normal", sa_type=AutoString)
+    queue: Literal["tier-1", "tier-2", "billing"] = Field("tier-1", sa_type=AutoString)
     notes: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON))
     created_at: str

@@ -10,7 +10,7 @@ from simforge.tools import ToolContext, ToolError, crud_tools, tool
 from simforge.world import EntitySchema
 
 from ..common import SUPPORT, now_iso, today_iso
-from .models import PRIORITIES, Ticket
+from .models import PRIORITIES, Ticket, TicketPriority
 
 ESCALATION_QUEUE = "tier-2"
 AUTHOR = "support-agent"
@@ -48,7 +48,7 @@ def create_ticket(
     subject: str,
     description: str,
     order_id: str | None = None,
-    priority: str = "normal",
+    priority: TicketPriority = "normal",
 ) -> dict[str, Any]:
     """Open a ticket for a customer in the tier-1 queue, optionally about one of their orders.
     Priority is one of low, normal, high, urgent. Returns the new Ticket."""
