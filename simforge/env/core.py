@@ -72,8 +72,13 @@ class SimforgeEnv:
         record_limit: int | None = None,
         split: Split | None = None,
         user: User | str | None = None,
+        strict_tools: bool = False,
     ) -> None:
         self.loaded = loaded
+        self.strict_tools = strict_tools
+        """Offer tools in OpenAI's strict mode (every parameter required, optional ones
+        nullable) and read a ``null`` the agent sends for an optional parameter as not given
+        (:func:`simforge.tools.spec.strict_arguments`)."""
         self.record_limit = record_limit
         self._default_faults = faults
         resolve_profile(faults, loaded.profiles)  # fail now, not at reset
@@ -208,8 +213,9 @@ class SimforgeEnv:
         assert task is not None, "call reset() first"
         session = self.session
         surface = session.surface if session is not None else None
-        tools = surface.to_openai(0.0) if surface is not None else (
-            self.loaded.tools(task.id).to_openai())
+        strict = self.strict_tools
+        tools = surface.to_openai(0.0, strict=strict) if surface is not None else (
+            self.loaded.tools(task.id).to_openai(strict=strict))
         return {
             "task": {"id": task.id, "instruction": task.instruction},
             "tools": tools,
@@ -256,6 +262,8 @@ class SimforgeEnv:
         session = self._require_session()
         fast = fast_calls(action)
         if fast is not None:
+            if self.strict_tools:
+                fast = [self._unstrict(session, c) for c in fast]
             outcomes = session.step(fast)
             if self._ending:
                 self._end_by_tool(session, outcomes)
@@ -265,6 +273,8 @@ class SimforgeEnv:
             session.finish(act.final_answer, think=act.think, metadata=act.metadata)
             return [], False
         calls = [CallRequest(c.name, c.arguments, c.id) for c in act.tool_calls]
+        if self.strict_tools:
+            calls = [self._unstrict(session, c) for c in calls]
         outcomes = session.step(calls, think=act.think, text=act.message, metadata=act.metadata)
         if act.message is not None:
             self._last_text = act.message
@@ -277,6 +287,17 @@ class SimforgeEnv:
         assert act.message is not None
         self._dialogue.append(Turn("agent", act.message))
         return [], True
+
+    @staticmethod
+    def _unstrict(session: Session, call: CallRequest) -> CallRequest:
+        """A strict-mode call's arguments as the tool takes them (nulls of optional ones out)."""
+        from simforge.tools.spec import strict_arguments
+
+        tool = session.tools.get(call.tool)
+        if tool is None or not isinstance(call.args, dict):
+            return call
+        return CallRequest(call.tool, strict_arguments(tool.spec.input_schema, call.args),
+                           call.call_id)
 
     def _end_by_tool(self, session: Session, outcomes: list[CallOutcome]) -> None:
         if session.done:
@@ -412,6 +433,7 @@ def make(
     faults: str | None = None,
     split: Split | None = None,
     user: User | str | None = None,
+    strict_tools: bool = False,
 ) -> Any:
     """The environment of a registered scenario (``domain/name-vN``) or a scenario YAML path,
     optionally under a fault profile (a built-in name, the scenario's own, or a YAML path).
@@ -422,7 +444,9 @@ def make(
 
         if task is not None:
             raise ValueError("make([...]): a pool samples its tasks; pass reset(options=...)")
-        return TaskPool(list(scenario_id), faults=faults, split=split, user=user)
+        return TaskPool(list(scenario_id), faults=faults, split=split, user=user,
+                        strict_tools=strict_tools)
     return SimforgeEnv(
-        default_registry.get(scenario_id), task=task, faults=faults, split=split, user=user
+        default_registry.get(scenario_id), task=task, faults=faults, split=split, user=user,
+        strict_tools=strict_tools,
     )

@@ -31,12 +31,14 @@ class TaskPool:
         faults: str | None = None,
         split: Split | None = None,
         user: User | str | None = None,
+        strict_tools: bool = False,
     ) -> None:
         if not scenarios:
             raise ValueError("make([]): a task pool needs at least one scenario")
         self.envs: dict[str, SimforgeEnv] = {}
         for ref in scenarios:
-            env = SimforgeEnv(default_registry.get(ref), faults=faults, split=split, user=user)
+            env = SimforgeEnv(default_registry.get(ref), faults=faults, split=split, user=user,
+                              strict_tools=strict_tools)
             if env.scenario.id in self.envs:
                 raise ValueError(f"make([...]): scenario {env.scenario.id!r} is given twice")
             self.envs[env.scenario.id] = env

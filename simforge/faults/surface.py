@@ -275,8 +275,8 @@ class SurfaceView(Mapping[str, Tool]):
         """How many of the view's scheduled changes have happened by ``now``."""
         return sum(1 for t in self.delays if now >= t)
 
-    def to_openai(self, now: float = 0.0) -> list[dict[str, Any]]:
-        return [spec.to_openai() for spec in self.offered(now).values()]
+    def to_openai(self, now: float = 0.0, *, strict: bool = False) -> list[dict[str, Any]]:
+        return [spec.to_openai(strict=strict) for spec in self.offered(now).values()]
 
     def rewrite_call(self, name: str, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         """A reference call, written against the real tools, as the agent must make it here."""

@@ -51,8 +51,8 @@ class ToolCatalog(Mapping[str, Tool]):
     def __len__(self) -> int:
         return len(self._tools)
 
-    def to_openai(self) -> list[dict[str, Any]]:
-        return [t.spec.to_openai() for t in self._tools.values()]
+    def to_openai(self, *, strict: bool = False) -> list[dict[str, Any]]:
+        return [t.spec.to_openai(strict=strict) for t in self._tools.values()]
 
 
 @dataclass

@@ -209,3 +209,32 @@ def test_no_observation_reveals_ground_truth(tmp_path):
                 break
     blob = "\n".join(seen)
     assert "CANARY" not in blob
+
+
+def test_strict_tools_offers_strict_schemas_and_takes_the_nulls_a_strict_client_sends():
+    """``make(..., strict_tools=True)``: a trainer with OpenAI's strict mode gets the catalog as
+    strict functions, and the ``null`` its model sends for each optional parameter it leaves out
+    is read as not given (a plain env refuses ``limit: null`` as not an integer)."""
+    call = {
+        "name": "list_contacts",
+        "arguments": {"customer_id": "C-9412", "name": None, "email": None, "phone": None,
+                      "role": None, "is_primary": None, "limit": None, "offset": None},
+    }
+    results = {}
+    for strict in (False, True):
+        env = simforge.make("acme/contact-update-v1", strict_tools=strict)
+        obs, _ = env.reset(seed=0)
+        flags = {t["function"].get("strict", False) for t in obs["tools"]}
+        assert flags == {strict}
+        if strict:
+            listed = next(t for t in obs["tools"] if t["function"]["name"] == "list_contacts")
+            params = listed["function"]["parameters"]
+            assert set(params["required"]) == set(params["properties"])
+            assert params["additionalProperties"] is False
+        obs, *_ = env.step({"tool_calls": [call]})
+        results[strict] = obs["results"][0]
+    assert results[False]["ok"] is False and "limit" in json.dumps(results[False])
+    assert results[True]["ok"] is True
+    listed = results[True]["result"]
+    rows = listed["items"] if isinstance(listed, dict) else listed
+    assert {c["id"] for c in rows} == {"CT-9401", "CT-9402"}
