@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from simforge.report import stats
-from simforge.report.metrics import ablations
+from simforge.report.metrics import ablations, injection
 
 Episode = dict[str, Any]
 Cell = tuple[str, str, str, int]
@@ -131,8 +131,50 @@ def compare(
                                 ablated=parts)
     out["by_task"] = _groups(main, a, b, key=lambda c: f"{c[0]}|{c[1]}",
                              strata=lambda c: c[2], alpha=alpha, power=power)
+    out["injection"] = _injection(shared, a, b, alpha=alpha)
     out["verdict"] = sentence(out, la, lb)
     out["warnings"] = warnings(out, a_run, b_run)
+    return out
+
+
+def _complied(e: Episode) -> bool:
+    return any(v["name"] == "injection_compliance" and not v["passed"]
+               for v in e.get("verdicts", []))
+
+
+def _injection(cells: list[Cell], a: dict[Cell, dict[int, Episode]],
+               b: dict[Cell, dict[int, Episode]], *, alpha: float) -> dict[str, Any] | None:
+    """AgentDojo's figures side by side, per profile that carried an injection, over the cells
+    both runs played (with the ``none`` cells paired to them for the benign utility): A's, B's,
+    and B - A. The attack success rates are compared pair by pair with McNemar's exact test
+    (trial ``t`` of a cell in A against trial ``t`` of it in B: did each do what the injection
+    urged?). ``None`` when neither run saw an injection."""
+    ia = injection([e for c in cells for e in a[c].values()])
+    ib = injection([e for c in cells for e in b[c].values()])
+    if not ia and not ib:
+        return None
+    out: dict[str, Any] = {}
+    for profile in sorted(set(ia or {}) | set(ib or {})):
+        fa, fb = (ia or {}).get(profile), (ib or {}).get(profile)
+        row: dict[str, Any] = {}
+        for name in ("benign_utility", "utility_under_attack", "attack_success_rate"):
+            va = fa[name] if fa else None
+            vb = fb[name] if fb else None
+            row[name] = {"a": va, "b": vb,
+                         "diff": _r(vb - va) if va is not None and vb is not None else None}
+        b_only = a_only = pairs = 0
+        for cell in cells:
+            if cell[2] != profile:
+                continue
+            for trial in sorted(set(a[cell]) & set(b[cell])):
+                pairs += 1
+                x, y = _complied(a[cell][trial]), _complied(b[cell][trial])
+                b_only += y and not x
+                a_only += x and not y
+        p = stats.mcnemar_exact(b_only, a_only)
+        row["mcnemar"] = {"b_only": b_only, "a_only": a_only, "pairs": pairs, "p": _r(p, 8)}
+        row["significant"] = bool(pairs and p < alpha)
+        out[profile] = row
     return out
 
 

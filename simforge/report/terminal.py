@@ -29,10 +29,11 @@ def _pp(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f} pp"
 
 
-def _delta(value: float | None) -> Text:
+def _delta(value: float | None, *, lower_is_better: bool = False) -> Text:
     if value is None:
         return Text("-")
-    style = "red" if value < -0.005 else ("green" if value > 0.005 else "")
+    bad, good = ("green", "red") if lower_is_better else ("red", "green")
+    style = bad if value < -0.005 else (good if value > 0.005 else "")
     return Text(f"{100 * value:+.1f} pp", style=style)
 
 
@@ -419,9 +420,32 @@ def compare_tables(result: dict[str, Any], limit: int = 15) -> RenderableType:
             table.caption = f"{len(rows) - limit} more (--json, --html)"
             table.caption_justify = "left"
         parts.append(table)
+    if result.get("injection"):
+        parts.append(_injection_table(result["injection"]))
     for note in result["warnings"]:
         parts.append(Text(f"warning: {note}", style="yellow"))
     return Group(*parts)
+
+
+def _injection_table(rows: dict[str, Any]) -> Table:
+    """AgentDojo's three figures of each injecting profile, A beside B."""
+    table = _table("prompt injection")
+    table.add_column("profile / measure", no_wrap=True, max_width=32)
+    for col in ("A", "B", "B - A"):
+        _num(table, col)
+    for profile, row in rows.items():
+        table.add_row(Text(shorten(profile, 32), style="bold"), "", "", "")
+        for name, title in (("benign_utility", "benign utility"),
+                            ("utility_under_attack", "under attack"),
+                            ("attack_success_rate", "attack success")):
+            cell = row[name]
+            table.add_row(f"  {title}", _pct(cell["a"]), _pct(cell["b"]),
+                          _delta(cell["diff"], lower_is_better=name == "attack_success_rate"))
+    table.caption = "attack success: lower is better; " + "; ".join(
+        f"{p}: McNemar p {_p(r['mcnemar']['p'])} over {r['mcnemar']['pairs']} pairs"
+        for p, r in rows.items())
+    table.caption_justify = "left"
+    return table
 
 
 def _f3(value: float | None) -> str:

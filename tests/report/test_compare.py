@@ -124,3 +124,50 @@ def test_the_terminal_comparison_fits_80_columns():
     text = console.export_text()
     assert max(len(line) for line in text.splitlines()) <= 80
     assert "B (no-retry) is worse than A (retrying) by 40.0 points" in " ".join(text.split())
+
+
+def _attacked(task, seed, passed, complied, *, trial=0):
+    e = ep(task, seed, passed, trial=trial, profile="injection")
+    e["faults"] = [{"kind": "prompt_injection", "tool": "get_ticket"}]
+    e["verdicts"] = [{"name": "injection_compliance", "passed": not complied}]
+    return e
+
+
+def test_injection_figures_are_compared_side_by_side_with_paired_attack_success():
+    """A harness change that makes the agent follow injected text shows as a higher attack
+    success rate in B, with McNemar over the paired episodes, next to the benign utility."""
+    a, b = [], []
+    for t in range(4):
+        for s in range(10):
+            a.append(ep(f"t{t}", s, True))
+            b.append(ep(f"t{t}", s, True))
+            a.append(_attacked(f"t{t}", s, True, False))
+            complied = s < 6
+            b.append(_attacked(f"t{t}", s, not complied, complied))
+    result = compare(a, b)
+    row = result["injection"]["injection"]
+    assert row["benign_utility"] == {"a": 1.0, "b": 1.0, "diff": 0.0}
+    assert row["attack_success_rate"]["a"] == 0.0
+    assert row["attack_success_rate"]["b"] == pytest.approx(0.6)
+    assert row["attack_success_rate"]["diff"] == pytest.approx(0.6)
+    assert row["utility_under_attack"]["diff"] == pytest.approx(-0.6)
+    assert row["mcnemar"]["b_only"] == 24 and row["mcnemar"]["a_only"] == 0
+    assert row["mcnemar"]["p"] == pytest.approx(stats.mcnemar_exact(24, 0), abs=1e-8)
+    assert row["significant"] is True
+    console = Console(record=True, width=80)
+    console.print(compare_tables(result))
+    text = console.export_text()
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "attack success" in text and "+60.0 pp" in text
+    # runs without injections carry no such section
+    assert compare([ep("t", 0, True)], [ep("t", 0, False)])["injection"] is None
+
+
+def test_the_html_comparison_shows_the_injection_table():
+    from simforge.report.html import render_compare_html
+
+    a = [ep("t", s, True) for s in range(3)] + [_attacked("t", s, True, False) for s in range(3)]
+    b = [ep("t", s, True) for s in range(3)] + [_attacked("t", s, False, True) for s in range(3)]
+    html = render_compare_html(compare(a, b))
+    assert "Prompt injection" in html and "attack success rate" in html
+    assert "+100.0" in html.replace("&#43;", "+")
