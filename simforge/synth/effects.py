@@ -385,10 +385,17 @@ def learn_fields(
             changes[name] = learned.expr
         else:
             partial[name] = learned
-    solved = dict(changes) if scope else {}
-    for name, first in partial.items():
-        learned = _learn_field(observations, name, base, cache, solved) if solved else first
-        changes[name] = (learned if learned.score > first.score else first).expr  # type: ignore[assignment]
+    # Fields explained on most calls are visible to the later ones, not only those explained on
+    # every call: one call that breaks the fares (a flight kept at its old price) must not hide
+    # them from the charge computed from them. Partial fields go best first, each seeing what
+    # precedes it in the effect order (the order they are evaluated in).
+    visible = dict(changes) if scope else {}
+    for name, first in sorted(partial.items(), key=lambda kv: -kv[1].score):
+        learned = _learn_field(observations, name, base, cache, visible) if visible else first
+        best = learned if learned.score > first.score else first
+        changes[name] = best.expr  # type: ignore[assignment]
+        if scope and 2 * best.score > best.total:
+            visible[name] = best.expr  # type: ignore[assignment]
     return changes
 
 

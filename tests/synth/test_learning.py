@@ -156,3 +156,32 @@ def test_one_element_per_element_only_when_the_element_is_read():
     assert change == {
         "append": [{"p": ["old", "log"]}, [{"obj": {"what": {"p": ["args", "note"]}}}]]
     }
+
+
+def test_a_field_explained_on_most_calls_is_visible_to_later_fields():
+    """One call that breaks a field (a fare kept at its old price) must not hide it from a
+    field computed from it (the charge): the charge is learned as new fares less old fares,
+    not as the constant of one call (airline ``update_reservation_flights`` with all episodes
+    learned the payment as -2580)."""
+    from simforge.synth.effects import learn_fields
+
+    observations = []
+    for n in range(6):
+        old_fares = [{"f": "F1", "price": 90.0 + n}, {"f": "F2", "price": 150.0 + 3 * n}]
+        args = {"flights": [{"f": "F1", "price": 100.0 + 10 * n}, {"f": "F2", "price": 207.0}]}
+        fares = [{"f": e["f"], "price": e["price"]} for e in args["flights"]]
+        if n == 3:  # the exception: one flight keeps its old fare
+            fares[0] = dict(old_fares[0])
+        old = {"fares": old_fares, "paid": 0.0}
+        charge = sum(f["price"] for f in fares) - sum(f["price"] for f in old_fares)
+        new = {**old, "fares": fares, "paid": charge}
+        observations.append((new, {"args": args, "old": old, "ref": {}}))
+    changes = learn_fields(observations, ["fares", "paid"], base=lambda k: {"p": ["old", k]})
+    assert list(changes) == ["fares", "paid"]
+    assert "c" not in changes["paid"], changes["paid"]
+    assert "new" in repr(changes["paid"])
+    from simforge.synth.effects import apply_effects
+
+    for new, env in observations:
+        if new["fares"] == apply_effects(changes, env)["fares"]:
+            assert apply_effects(changes, env)["paid"] == new["paid"]

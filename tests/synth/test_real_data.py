@@ -125,3 +125,33 @@ def test_airline_holdout_write_fidelity_target(airline):
 )
 def test_airline_holdout_error_fidelity_target(airline):
     assert airline[1]["errors"]["rate"] >= 0.50
+
+
+def _payment(folder: Path) -> dict:
+    import json
+
+    tools = {
+        t["spec"]["name"]: t["handler"] for t in json.loads((folder / "tools.json").read_text())
+    }
+    return tools["update_reservation_flights"]["effects"]["payment_history"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("split", [None, 0, 1, 2, 3, 4])
+def test_airline_payment_is_learned_as_the_fare_difference_on_every_split(tmp_path, split):
+    """With all episodes and on every split seed, the charge of a flight change is the fare
+    difference times the passengers (one training call keeping an old fare once hid the new
+    fares from it, and the payment was learned as the constant -2580)."""
+    shared = shared_data_dir()
+    if not shared.is_dir():
+        pytest.skip(f"real-world traces not present at {shared}")
+    holdout = 0.0 if split is None else 0.25
+    synthesize(
+        [shared / RESULTS["airline"]],
+        tmp_path / "pack",
+        data=[shared / "tau-bench/envs/airline/data"],
+        holdout=holdout,
+        seed=split or 0,
+    )
+    payment = repr(_payment(tmp_path / "pack"))
+    assert "'c': -" not in payment and "'new', 'flights'" in payment, payment
