@@ -187,3 +187,10 @@ def register(app: typer.Typer) -> None:
             ),
         )
         _out.print(table)
+        reward = result["reward"]
+        confusion = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in reward["confusion"].items())
+        _out.print(
+            f"reward agreement: {reward['agree']}/{reward['episodes']} scored episodes "
+            f"({reward['rate']}); {confusion}",
+            highlight=False,
+        )

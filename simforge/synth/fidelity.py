@@ -8,6 +8,13 @@ error counts under ``errors`` and matches when simforge refuses with the same te
 count under the tool's kind and match when the result is JSON-equal after parsing (numbers equal
 within 1e-9 relative) or, for strings, exactly equal.
 
+``reward_agreement`` asks whether the pack predicts outcomes: each episode's recorded actions
+(every call, the user's too, in recorded order, then its last answer) are replayed in its task and
+the simulated reward is compared with the recorded one. An episode's task is its own when it is
+gold, else a gold task of the same source task (another agent's success defines what success is);
+an episode with no such task, or whose replay is invalid (reward ``None``), is ``unscored``. The
+replay succeeds when every correctness check and gate passes (shapers do not decide success).
+
 ``replay_gold`` is the other check: each gold task's own actions, run through a full session,
 reach its expected state (``state_matches`` passes).
 """
@@ -115,7 +122,13 @@ def fidelity(
     for entry in by_tool.values():
         for key in totals:
             _close(entry[key])
-    return {**totals, "by_tool": dict(sorted(by_tool.items())), "episodes": measured}
+    chosen = [e for e in episodes if e.tool_calls and (only is None or e.id in only)]
+    return {
+        **totals,
+        "by_tool": dict(sorted(by_tool.items())),
+        "episodes": measured,
+        "reward": reward_agreement(folder, chosen),
+    }
 
 
 def holdout_ids(folder: Path | str) -> set[str]:
@@ -162,3 +175,111 @@ def replay_gold(folder: Path | str, split: str | None = "train") -> dict[str, An
         "rate": round(passed / total, 4) if total else None,
         "failed": failures,
     }
+
+
+CONFUSION = ("hit", "missed_success", "false_success", "correct_fail", "unscored")
+
+
+def reward_agreement(
+    folder: Path | str, episodes: Iterable[Episode], *, details: bool = False
+) -> dict[str, Any]:
+    """``{"episodes", "agree", "rate", "confusion": {hit, missed_success, false_success,
+    correct_fail, unscored}}``: ``episodes`` counts the scored ones, ``rate`` is ``agree /
+    episodes``. With ``details``, ``"per_episode"`` lists each one's task, both rewards and the
+    validators that failed."""
+    from simforge.env.core import SimforgeEnv
+    from simforge.scenario.registry import ScenarioRegistry
+    from simforge.synth.tasks import is_gold
+
+    path = Path(folder) / SCENARIO
+    confusion = dict.fromkeys(CONFUSION, 0)
+    rows: list[dict[str, Any]] = []
+    episodes = list(episodes)
+    if not path.is_file() or not episodes:
+        return _agreement(confusion, rows, details)
+    loaded = ScenarioRegistry.load_path(path)
+    tasks = loaded.scenario.tasks
+    own = {str(t.metadata.get("episode_id")): t for t in tasks}
+    gold_of: dict[str, Any] = {}
+    for t in tasks:
+        source = t.metadata.get("source_task")
+        if t.metadata.get("gold") and source is not None:
+            gold_of.setdefault(str(source), t)
+    env = SimforgeEnv(loaded)
+    for episode in episodes:
+        recorded = is_gold(episode)
+        task = own.get(episode.id)
+        if task is None or not task.metadata.get("gold"):
+            task = gold_of.get(str(episode.task.id)) if episode.task.id is not None else None
+        row: dict[str, Any] = {"episode": episode.id, "recorded": recorded}
+        if task is None:
+            confusion["unscored"] += 1
+            rows.append({**row, "outcome": "unscored", "why": "no gold task"})
+            continue
+        score = _replay_episode(env, task.id, episode)
+        row.update(task=task.id, reward=score.reward, failed=score.failed)
+        if score.reward is None:
+            confusion["unscored"] += 1
+            rows.append({**row, "outcome": "unscored", "why": score.invalid_reason})
+            continue
+        simulated = _succeeded(score)
+        outcome = (
+            ("hit" if simulated else "missed_success")
+            if recorded
+            else ("false_success" if simulated else "correct_fail")
+        )
+        confusion[outcome] += 1
+        rows.append({**row, "outcome": outcome})
+    return _agreement(confusion, rows, details)
+
+
+def _succeeded(score: Any) -> bool:
+    """Whether the replay did the task: every correctness check and every gate (safety,
+    integrity) passed. Robustness and efficiency shape the reward by at most the rubric's
+    ``shaping``, but a production label says whether the task was done, not how gracefully
+    (a failed write the user then gave up on is no failure of the task)."""
+    outcome = ("correctness", "safety", "integrity")
+    return all(v.passed for v in score.verdicts if v.category in outcome)
+
+
+def _agreement(
+    confusion: dict[str, int], rows: list[dict[str, Any]], details: bool
+) -> dict[str, Any]:
+    scored = sum(v for k, v in confusion.items() if k != "unscored")
+    agree = confusion["hit"] + confusion["correct_fail"]
+    out: dict[str, Any] = {
+        "episodes": scored,
+        "agree": agree,
+        "rate": round(agree / scored, 4) if scored else None,
+        "confusion": confusion,
+    }
+    if details:
+        out["per_episode"] = rows
+    return out
+
+
+def _replay_episode(env: Any, task_id: str, episode: Episode) -> Any:
+    """The episode's calls (grouped as they were issued) and its last answer, in the task."""
+    from simforge.synth.timing import is_infrastructure
+
+    env.reset(seed=0, options={"task": task_id})
+    steps: list[list[dict[str, Any]]] = []
+    group: Any = object()
+    for call in episode.tool_calls:
+        if call.error and is_infrastructure(call.error):
+            continue
+        key = call.message_index if call.message_index is not None else object()
+        entry = {"name": call.tool, "arguments": call.args if isinstance(call.args, dict) else {}}
+        if steps and key == group:
+            steps[-1].append(entry)
+        else:
+            steps.append([entry])
+            group = key
+    answers = [m.content for m in episode.messages if m.role == "assistant" and m.content]
+    for calls in steps:
+        if env.session is None or env.session.done:
+            break
+        env.step({"tool_calls": calls})
+    if env.session is not None and not env.session.done:
+        env.step({"final_answer": answers[-1] if answers else "done"})
+    return env.score()

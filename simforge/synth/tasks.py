@@ -82,7 +82,12 @@ def build_task(
         "initial_state": initial,
         "expected": expected,
         "oracle": _oracle(episode),
-        "metadata": {"episode_id": episode.id, "gold": gold, "source": episode.source.format},
+        "metadata": {
+            "episode_id": episode.id,
+            "source_task": episode.task.id,
+            "gold": gold,
+            "source": episode.source.format,
+        },
     }
 
 
