@@ -298,7 +298,9 @@ def synthesize(
         "think_time": timing.to_json(timing.think_time(train)),
         "call_timeout": 60.0,
         "budgets": {
-            "max_steps": max([len(t["oracle"]) + 10 for t in tasks] or [30]),
+            # room for a production episode's calls made one at a time (every call of the
+            # longest episode, the user's too), not only for its grouped reference steps
+            "max_steps": max([len(e.tool_calls) + 10 for e in usable] or [30]),
             "max_sim_seconds": 86400.0,
         },
         "seeds": [0],

@@ -9,11 +9,12 @@ count under the tool's kind and match when the result is JSON-equal after parsin
 within 1e-9 relative) or, for strings, exactly equal.
 
 ``reward_agreement`` asks whether the pack predicts outcomes: each episode's recorded actions
-(every call, the user's too, in recorded order, then its last answer) are replayed in its task and
-the simulated reward is compared with the recorded one. An episode's task is its own when it is
-gold, else a gold task of the same source task (another agent's success defines what success is);
-an episode with no such task, or whose replay is invalid (reward ``None``), is ``unscored``. The
-replay succeeds when every correctness check and gate passes (shapers do not decide success).
+(every call, the user's too, one at a time in recorded order, then its last answer) are replayed
+in its task and the simulated reward is compared with the recorded one. An episode's task is its
+own when it is gold, else a gold task of the same source task (another agent's success defines
+what success is); an episode with no such task, or whose replay is invalid (reward ``None``), is
+``unscored``. The replay succeeds when every correctness check and gate passes (shapers do not
+decide success).
 
 ``replay_gold`` is the other check: each gold task's own actions, run through a full session,
 reach its expected state (``state_matches`` passes).
@@ -259,27 +260,20 @@ def _agreement(
 
 
 def _replay_episode(env: Any, task_id: str, episode: Episode) -> Any:
-    """The episode's calls (grouped as they were issued) and its last answer, in the task."""
+    """The episode's calls, one step each in recorded order (production ran a message's
+    parallel calls one after another, and a write's result is what the next call saw), then
+    its last answer, in the task."""
     from simforge.synth.timing import is_infrastructure
 
     env.reset(seed=0, options={"task": task_id})
-    steps: list[list[dict[str, Any]]] = []
-    group: Any = object()
+    answers = [m.content for m in episode.messages if m.role == "assistant" and m.content]
     for call in episode.tool_calls:
         if call.error and is_infrastructure(call.error):
             continue
-        key = call.message_index if call.message_index is not None else object()
-        entry = {"name": call.tool, "arguments": call.args if isinstance(call.args, dict) else {}}
-        if steps and key == group:
-            steps[-1].append(entry)
-        else:
-            steps.append([entry])
-            group = key
-    answers = [m.content for m in episode.messages if m.role == "assistant" and m.content]
-    for calls in steps:
         if env.session is None or env.session.done:
             break
-        env.step({"tool_calls": calls})
+        args = call.args if isinstance(call.args, dict) else {}
+        env.step({"tool_calls": [{"name": call.tool, "arguments": args}]})
     if env.session is not None and not env.session.done:
         env.step({"final_answer": answers[-1] if answers else "done"})
     return env.score()

@@ -349,6 +349,8 @@ def walk(
                         if kind and is_write:
                             state.written.add(key)  # a write's result is no initial state
                             state.final.setdefault(entity.name, {})[id] = record
+                        elif is_write and key == target:
+                            pass  # the row after the write, not where the episode started
                         else:
                             state.initial.setdefault(entity.name, {})[id] = record
                 if key in pending:
