@@ -4,7 +4,8 @@ The same code answers calls in a session (through :class:`~simforge.tools.ToolCo
 a candidate handler against the recorded calls while learning (through :class:`DictStore`), so
 what fidelity measures is exactly what a session runs. Kinds:
 
-``get`` (an entity by its key argument, whole or a path into it), ``find`` (the key of the row
+``get`` (an entity by its key argument, whole or a path into it; ``also``: other entities tried
+in turn for an id the first lacks), ``find`` (the key of the row
 whose fields equal the arguments), ``search`` (rows filtered by arguments and constants, merged
 with a sub-record an argument selects), ``update`` and ``create`` (learned effects; an update may
 also insert the records it makes, ``creates``), ``compute``
@@ -152,6 +153,13 @@ def run(desc: Mapping[str, Any], store: Store, args: dict[str, Any], rt: Runtime
     if kind in ("get", "update"):
         key = args.get(desc["key"])
         row = store.get(entity, key) if isinstance(key, str) else None
+        view = desc.get("view") or {}
+        for other in desc.get("also") or () if row is None and isinstance(key, str) else ():
+            # one read over several tables (a details-by-id lookup): the first that has the id
+            row = store.get(other["entity"], key)
+            if row is not None:
+                view = other.get("view") or {}
+                break
         env = {"args": args, "old": row, "ref": refs, "db": store}
         changes = apply_effects(desc.get("effects") or {}, env) if row is not None else {}
         if kind == "update" and row is not None:
@@ -161,7 +169,7 @@ def run(desc: Mapping[str, Any], store: Store, args: dict[str, Any], rt: Runtime
         if row is None:
             raise ToolError.not_found(entity, key)
         if kind == "get":
-            return _view(row, desc.get("view") or {}, args)
+            return _view(row, view, args)
         new = store.update(entity, str(key), changes) if changes else row
         apply_side_effects(desc, {**env, "new": new}, store, rt.parent_of)
         for made in desc.get("creates") or []:

@@ -50,7 +50,7 @@ class Learner:
 
     def outcome(self, desc: Mapping[str, Any], obs: CallObservation) -> tuple[bool, Any]:
         """Run ``desc`` on one recorded call from the state before it."""
-        store = DictStore(self.base, self.pks)
+        store = self._store(obs)
         mapping_key = desc.get("key")
         if mapping_key and isinstance(obs.args.get(mapping_key), str):
             entity = desc.get("entity", "")
@@ -64,6 +64,21 @@ class Learner:
             return False, exc.message
         except Exception as exc:  # a candidate that crashes is a candidate that is wrong
             return False, f"{type(exc).__name__}"
+
+    def _store(self, obs: CallObservation) -> DictStore:
+        """The world as the call found it: the seed, the episode's initial state (rows it saw
+        that differ from the seed, wherever in the episode it saw them) and what happened
+        earlier in the episode."""
+        store = DictStore(self.base, self.pks)
+        for entity, rows in (obs.initial or {}).items():
+            for id, row in rows.items():
+                store.put(entity, id, row)
+        if obs.store is not None:
+            for entity, rows in obs.store.overlay.items():
+                for id, row in rows.items():
+                    if id not in (obs.initial or {}).get(entity, {}) or row is not None:
+                        store.put(entity, id, row)
+        return store
 
     def accuracy(self, desc: Mapping[str, Any], calls: Sequence[CallObservation]) -> float:
         calls = list(calls)[:CHECK_CAP]
@@ -94,9 +109,7 @@ class Learner:
             if mode == "record" and write:
                 candidates.append(self._update(common, key, good))
             elif mode == "record":
-                candidates.append(
-                    {**common, "kind": "get", "key": key, "view": self._omit(entity, good)}
-                )
+                candidates.append(self._get(common, profile, entity, key, good))
             elif mode == "path":
                 path = self._path(good, key)
                 if write:
@@ -141,6 +154,41 @@ class Learner:
         best["train_accuracy"] = round(max(best_score, 0.0), 4)
         self.modelled[name] = modelled_fields(best, good)
         return best
+
+    def _get(
+        self,
+        common: dict[str, Any],
+        profile: ToolProfile,
+        entity: str,
+        key: str,
+        good: Sequence[CallObservation],
+    ) -> dict[str, Any]:
+        """A read of the row the key argument names. When the same argument names rows of
+        several entities (a lookup of details by any id), the others are tried in turn, each
+        with its own view."""
+        others = [
+            e
+            for (mode, e, arg), _ in profile.mapping.most_common()
+            if mode == "record" and arg == key and e != entity and e in self.pks
+        ]
+        if not others:
+            return {**common, "kind": "get", "key": key, "view": self._omit(entity, good)}
+
+        def of(name: str) -> list[CallObservation]:
+            pk = self.pks[name]
+            return [
+                c
+                for c in good
+                if isinstance(c.result, dict) and c.result.get(pk) == c.args.get(key)
+            ]
+
+        return {
+            **common,
+            "kind": "get",
+            "key": key,
+            "view": self._omit(entity, of(entity)),
+            "also": [{"entity": e, "view": self._omit(e, of(e))} for e in others],
+        }
 
     def _omit(self, entity: str, good: Sequence[CallObservation]) -> dict[str, Any]:
         """Fields the results never show are left out; fields they show only sometimes are

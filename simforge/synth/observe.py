@@ -110,6 +110,10 @@ class CallObservation:
     """``(entity, record)`` for records a write created besides its target (a credit note)."""
     side: list[tuple[str, Row, Row]] = field(default_factory=list)
     """``(id argument, row before, row after)`` for rows it names that a later read showed."""
+    store: DictStore | None = None
+    """The episode's store just before the call (what learning checks a candidate against)."""
+    initial: dict[str, dict[str, Row]] | None = None
+    """The episode's initial state (rows it saw that differ from the seed), once walked."""
 
 
 @dataclass
@@ -299,7 +303,8 @@ def walk(
                 ]
             elif isinstance(value, str):
                 refs[name] = resolve_ref(ref, value, store.get, parent_of)
-        db = JoinIndex(store.snapshot().get, primary or {})
+        before = store.snapshot()
+        db = JoinIndex(before.get, primary or {})
         obs = CallObservation(
             call.tool,
             args,
@@ -307,6 +312,8 @@ def walk(
             call.result,
             call.error,
             missing_target=target is not None and old is None,
+            store=before,
+            initial=state.initial,
         )
         is_write = bool(profile_ and profile_.write_by_name)
         if call.error is None:
