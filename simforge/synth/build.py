@@ -30,6 +30,7 @@ from simforge.synth.observe import (
     profile,
     walk,
 )
+from simforge.synth.preconditions import share_not_found_texts, share_texts
 from simforge.synth.replay import ReplayTable
 from simforge.synth.schemas import infer_schema, json_type
 from simforge.synth.seed import seed_kinds, vote_refs
@@ -258,6 +259,8 @@ def synthesize(
         descs.append(learner.learn(prof, sink.get(tool, [])))
         tick("learn", n, len(profiles))
     share_not_found(descs)
+    share_not_found_texts(descs)
+    share_texts(descs, _vocabulary(train))
     tool_entries = []
     for (tool, prof), desc in zip(profiles.items(), descs, strict=True):
         tool_entries.append(_tool_entry(tool, prof, desc))
@@ -342,6 +345,35 @@ def synthesize(
     )
     report.policy_chars = len(policy or "")
     return report
+
+
+def _vocabulary(episodes: list[Episode]) -> set[str]:
+    """The words the traces use (messages, tool results, errors): how the system inflects its
+    verbs, for texts shared between tools."""
+    words: set[str] = set()
+    pattern = re.compile(r"[A-Za-z][a-z]{2,}")
+    for episode in episodes:
+        for message in episode.messages:
+            if message.content:
+                words.update(w.lower() for w in pattern.findall(message.content[:4000]))
+        for call in episode.tool_calls:
+            if call.error:
+                words.update(w.lower() for w in pattern.findall(call.error))
+            elif call.result is not None:
+                for leaf in _strings(call.result):
+                    words.update(w.lower() for w in pattern.findall(leaf[:200]))
+    return words
+
+
+def _strings(value: Any, depth: int = 5) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict) and depth:
+        for item in value.values():
+            yield from _strings(item, depth - 1)
+    elif isinstance(value, list) and depth:
+        for item in value[:50]:
+            yield from _strings(item, depth - 1)
 
 
 def _policy_of(episodes: list[Episode]) -> str | None:

@@ -154,12 +154,13 @@ def run(desc: Mapping[str, Any], store: Store, args: dict[str, Any], rt: Runtime
         key = args.get(desc["key"])
         row = store.get(entity, key) if isinstance(key, str) else None
         view = desc.get("view") or {}
-        for other in desc.get("also") or () if row is None and isinstance(key, str) else ():
-            # one read over several tables (a details-by-id lookup): the first that has the id
-            row = store.get(other["entity"], key)
-            if row is not None:
-                view = other.get("view") or {}
-                break
+        if row is None and isinstance(key, str):
+            for other in desc.get("also") or ():
+                # one read over several tables (a details-by-id lookup): the first with the id
+                row = store.get(other["entity"], key)
+                if row is not None:
+                    view = other.get("view") or {}
+                    break
         env = {"args": args, "old": row, "ref": refs, "db": store}
         changes = apply_effects(desc.get("effects") or {}, env) if row is not None else {}
         if kind == "update" and row is not None:

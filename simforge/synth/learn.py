@@ -22,6 +22,7 @@ from simforge.synth.expr import same
 from simforge.synth.handlers import DictStore, Runtime, arithmetic, run
 from simforge.synth.made import learn_creates, modelled_fields
 from simforge.synth.observe import CallObservation, ToolProfile
+from simforge.synth.preconditions import Distributions, learn_preconditions, merge
 from simforge.synth.side import learn_side_effects
 from simforge.tools.errors import ToolError
 
@@ -42,6 +43,7 @@ class Learner:
         self.base = base
         self.pks = pks
         self.rt = rt
+        self.dists = Distributions(base)
         self.modelled: dict[str, dict[str, set[str]]] = {}
         """tool -> entity -> the fields its handler reproduces in every observed call (what a
         task's expected state may ask of it)."""
@@ -151,6 +153,10 @@ class Learner:
         keep = best_score >= KEEP_LEARNED or best["kind"] in ("update", "create")
         if not keep:
             best = {"tool": name, "kind": "replay"}
+        if best["kind"] in ("update", "create"):
+            envs = [_would_write(best, c.env) for c in good[:CHECK_CAP]]
+            inferred = learn_preconditions(best, good, envs, self.dists)
+            best["errors"] = merge(best.get("errors") or [], inferred)
         best["train_accuracy"] = round(max(best_score, 0.0), 4)
         self.modelled[name] = modelled_fields(best, good)
         return best

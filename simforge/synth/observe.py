@@ -41,6 +41,10 @@ _READ_NAME = re.compile(
 )
 
 
+def named_like_write(name: str) -> bool:
+    return bool(_WRITE.match(name.lower()))
+
+
 @dataclass
 class ToolProfile:
     name: str
@@ -303,8 +307,8 @@ def walk(
                 ]
             elif isinstance(value, str):
                 refs[name] = resolve_ref(ref, value, store.get, parent_of)
-        before = store.snapshot()
-        db = JoinIndex(before.get, primary or {})
+        snap = store.snapshot()
+        db = JoinIndex(snap.get, primary or {})
         obs = CallObservation(
             call.tool,
             args,
@@ -312,7 +316,7 @@ def walk(
             call.result,
             call.error,
             missing_target=target is not None and old is None,
-            store=before,
+            store=snap,
             initial=state.initial,
         )
         is_write = bool(profile_ and profile_.write_by_name)

@@ -22,7 +22,7 @@ from typing import Any
 
 from simforge.synth.expr import same
 from simforge.synth.facts import required_outputs
-from simforge.synth.observe import EpisodeState
+from simforge.synth.observe import EpisodeState, named_like_write
 from simforge.synth.timing import is_infrastructure
 from simforge.trace.episode import Episode
 
@@ -173,7 +173,8 @@ def _keep(writers: set[str], entity: str, modelled: Modelled | None) -> set[str]
 
 
 def _oracle(episode: Episode) -> list[dict[str, Any]]:
-    """The episode's own actions: calls issued together form one step, then the last answer."""
+    """The episode's own actions: calls issued together form one step (a write a step of its
+    own, as production applied it before the next call), then the last answer."""
     steps: list[dict[str, Any]] = []
     group: Any = object()
     for call in episode.tool_calls:
@@ -181,7 +182,11 @@ def _oracle(episode: Episode) -> list[dict[str, Any]]:
             continue  # a timeout or a 5xx did nothing; the retry that follows is the action
         key = call.message_index if call.message_index is not None else object()
         entry = {"tool": call.tool, "args": call.args if isinstance(call.args, dict) else {}}
-        if steps and key == group:
+        if named_like_write(call.tool):
+            # production ran a message's calls one after another: a write and what follows it
+            # in the same message must not race in a session
+            key = object()
+        if steps and key == group and not named_like_write(steps[-1]["calls"][-1]["tool"]):
             steps[-1]["calls"].append(entry)
         else:
             steps.append({"calls": [entry]})

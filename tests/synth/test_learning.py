@@ -185,3 +185,74 @@ def test_a_field_explained_on_most_calls_is_visible_to_later_fields():
     for new, env in observations:
         if new["fares"] == apply_effects(changes, env)["fares"]:
             assert apply_effects(changes, env)["paid"] == new["paid"]
+
+
+def test_a_precondition_every_success_shares_refuses_with_a_sibling_tools_words(tmp_path):
+    """No call of ``cancel_order`` ever failed, but every successful one found its order
+    pending, where most orders are not: the pack refuses a cancel of a delivered order, in the
+    words of the sibling write that training did see refusing (its verb replaced by this
+    one's, spelled as the traces spell it), and both condition and text are in tools.json."""
+    import json
+
+    from simforge.synth.build import synthesize
+    from simforge.synth.loader import load_synth_pack
+
+    from .conftest import ORDERS, _cancelled, _order, episode
+
+    eps = []
+    for n in (1, 3, 5, 7, 9, 11):  # pending orders, cancelled without a hitch
+        oid = f"#W{n}"
+        eps.append(
+            episode(
+                n,
+                [
+                    ("get_order", {"order_id": oid}, _order(oid), None),
+                    ("cancel_order", {"order_id": oid, "reason": "x"}, _cancelled(oid, "x"), None),
+                ],
+            )
+        )
+    for n in (13, 15, 17):  # pending orders get a new reason; delivered ones are refused
+        oid = f"#W{n}"
+        changed = {**_order(oid), "reason": "gift"}
+        eps.append(
+            episode(n, [("modify_order", {"order_id": oid, "reason": "gift"}, changed, None)])
+        )
+    for n in (2, 4, 6):
+        oid = f"#W{n}"
+        text = "Error: Non-pending order cannot be modified"
+        eps.append(episode(n, [("modify_order", {"order_id": oid, "reason": "gift"}, text, text)]))
+    data = tmp_path / "data"
+    data.mkdir()
+    orders = {
+        **ORDERS,
+        **{
+            f"#W{n}": {**ORDERS["#W2"], "order_id": f"#W{n}", "status": "delivered"}
+            for n in range(21, 41)
+        },
+    }
+    (data / "orders.json").write_text(json.dumps(orders))
+    synthesize([], tmp_path / "pack", data=[data], episodes=eps)
+    tools = {
+        t["spec"]["name"]: t["handler"]
+        for t in json.loads((tmp_path / "pack/tools.json").read_text())
+    }
+    rule = next(r for r in tools["cancel_order"]["errors"] if r.get("source") == "successes")
+    assert rule["when"] == {"not_in": [["old", "status"], ["pending"]]}
+    assert rule["message"] == "Error: Non-pending order cannot be cancelled"
+    pack = load_synth_pack(tmp_path / "pack")
+    import random
+
+    from simforge.tools.context import ToolContext
+    from simforge.tools.errors import ToolError
+    from simforge.world.store import World
+
+    world = World(pack.schemas, pack.base())
+    ctx = ToolContext(world, 0.0, random.Random(0), tool="cancel_order", call_id="c")
+    try:
+        pack.catalog["cancel_order"].invoke(ctx, {"order_id": "#W22", "reason": "x"})
+    except ToolError as exc:
+        assert exc.message == "Error: Non-pending order cannot be cancelled"
+    else:
+        raise AssertionError("a delivered order was cancelled")
+    done = pack.catalog["cancel_order"].invoke(ctx, {"order_id": "#W19", "reason": "x"})
+    assert done["status"] == "cancelled"
