@@ -150,6 +150,12 @@ def register(app: typer.Typer) -> None:
             False, "--holdout-only", help="Only the episodes the pack held out."
         ),
         as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
+        no_drift: bool = typer.Option(
+            False,
+            "--no-drift",
+            help="Compare answers in the pack's own schema, without learning renamed or "
+            "omitted fields of the traces' generation.",
+        ),
     ) -> None:
         """Replay every recorded call against the pack and count exact answers."""
         from simforge.synth.fidelity import fidelity, holdout_ids
@@ -157,7 +163,7 @@ def register(app: typer.Typer) -> None:
 
         try:
             only = holdout_ids(pack) if holdout_only else None
-            result = fidelity(pack, traces, only=only)
+            result = fidelity(pack, traces, only=only, drift=not no_drift)
         except PackFormatError as exc:
             raise _fail(str(exc), 2) from None
         if as_json:
@@ -194,3 +200,6 @@ def register(app: typer.Typer) -> None:
             f"({reward['rate']}); {confusion}",
             highlight=False,
         )
+        for tool, paths in (result.get("drift") or {}).items():
+            for path, rule in paths.items():
+                _out.print(f"schema drift {tool} {path or '.'}: {rule}", highlight=False)

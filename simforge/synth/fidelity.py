@@ -11,10 +11,13 @@ within 1e-9 relative) or, for strings, exactly equal.
 ``reward_agreement`` asks whether the pack predicts outcomes: each episode's recorded actions
 (every call, the user's too, one at a time in recorded order, then its last answer) are replayed
 in its task and the simulated reward is compared with the recorded one. An episode's task is its
-own when it is gold, else a gold task of the same source task (another agent's success defines
-what success is); an episode with no such task, or whose replay is invalid (reward ``None``), is
-``unscored``. The replay succeeds when every correctness check and gate passes (shapers do not
-decide success).
+own when it is gold, else a gold task of the same source task in traces of the same format
+(another agent's success defines what success is); an episode with no such task, or whose
+replay is invalid (reward ``None``), is ``unscored``. The replay succeeds when every correctness
+check and gate passes (shapers do not decide success).
+
+Traces of another generation of the same systems are compared through the schema drift learned
+from their shapes (:mod:`.drift`: renamed fields, null versus absent), reported as ``drift``.
 
 ``replay_gold`` is the other check: each gold task's own actions, run through a full session,
 reach its expected state (``state_matches`` passes).
@@ -27,6 +30,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from simforge.synth.drift import Drift, learn_drift
 from simforge.synth.expr import same
 from simforge.synth.loader import load_synth_pack
 from simforge.synth.pack_files import SCENARIO
@@ -81,14 +85,19 @@ def fidelity(
     *,
     episodes: list[Episode] | None = None,
     only: set[str] | None = None,
+    drift: bool = True,
 ) -> dict[str, Any]:
-    """``{"reads", "writes", "errors": {"calls", "exact", "rate"}, "by_tool", "episodes"}``;
-    ``only``: episode ids to measure (the pack's holdout, say)."""
+    """``{"reads", "writes", "errors": {"calls", "exact", "rate"}, "by_tool", "episodes",
+    "reward"}`` (and ``"drift"`` when the traces' generation names or omits fields otherwise
+    than the pack's, see :mod:`.drift`); ``only``: episode ids to measure (the pack's holdout,
+    say); ``drift=False`` compares answers as the pack gives them."""
     folder = Path(folder)
     pack = load_synth_pack(folder)
     tasks = _tasks(folder)
     if episodes is None:
         episodes = list(iter_episodes([Path(p) for p in traces]))
+    chosen = [e for e in episodes if e.tool_calls and (only is None or e.id in only)]
+    shapes = _drift(folder, chosen) if drift else Drift()
     totals = {"reads": _bucket(), "writes": _bucket(), "errors": _bucket()}
     by_tool: dict[str, dict[str, Any]] = {}
     measured = 0
@@ -114,7 +123,7 @@ def fidelity(
             if call.error is not None:
                 exact = not ok and value == call.error
             else:
-                exact = ok and same(value, call.result)
+                exact = ok and same(shapes.adapt(call.tool, value), call.result)
             for bucket in (totals[category], entry[category]):
                 bucket["calls"] += 1
                 bucket["exact"] += int(exact)
@@ -123,13 +132,40 @@ def fidelity(
     for entry in by_tool.values():
         for key in totals:
             _close(entry[key])
-    chosen = [e for e in episodes if e.tool_calls and (only is None or e.id in only)]
-    return {
+    out = {
         **totals,
         "by_tool": dict(sorted(by_tool.items())),
         "episodes": measured,
         "reward": reward_agreement(folder, chosen),
     }
+    if shapes:
+        out["drift"] = shapes.to_json()
+    return out
+
+
+def _drift(folder: Path, episodes: list[Episode]) -> Drift:
+    """The shape drift from the pack's generation (its recorded responses) to the traces'."""
+    from simforge.synth.pack_files import read_json, read_manifest
+
+    files = read_manifest(folder)["files"]
+    recorded = read_json(folder / files["replay"])
+    ours = {
+        tool: [e["response"]["result"] for e in entries if "result" in e["response"]]
+        for tool, entries in recorded.items()
+    }
+    theirs: dict[str, list[Any]] = {}
+    for episode in episodes:
+        for call in episode.tool_calls:
+            if call.error is None and call.result is not None:
+                theirs.setdefault(call.tool, []).append(call.result)
+    from simforge.synth.pack_files import TOOLS
+
+    entities = {
+        entry["spec"]["name"]: entry["handler"].get("entity")
+        for entry in read_json(folder / TOOLS)
+        if entry["handler"].get("entity") and entry["handler"].get("returns", "row") == "row"
+    }
+    return learn_drift(ours, theirs, entities)
 
 
 def holdout_ids(folder: Path | str) -> set[str]:
@@ -201,17 +237,20 @@ def reward_agreement(
     loaded = ScenarioRegistry.load_path(path)
     tasks = loaded.scenario.tasks
     own = {str(t.metadata.get("episode_id")): t for t in tasks}
-    gold_of: dict[str, Any] = {}
+    gold_of: dict[tuple[str, str], Any] = {}
     for t in tasks:
         source = t.metadata.get("source_task")
         if t.metadata.get("gold") and source is not None:
-            gold_of.setdefault(str(source), t)
+            # task ids are a benchmark's own: the same id in traces of another format is
+            # another task
+            gold_of.setdefault((str(t.metadata.get("source")), str(source)), t)
     env = SimforgeEnv(loaded)
     for episode in episodes:
         recorded = is_gold(episode)
         task = own.get(episode.id)
         if task is None or not task.metadata.get("gold"):
-            task = gold_of.get(str(episode.task.id)) if episode.task.id is not None else None
+            key = (episode.source.format, str(episode.task.id))
+            task = gold_of.get(key) if episode.task.id is not None else None
         row: dict[str, Any] = {"episode": episode.id, "recorded": recorded}
         if task is None:
             confusion["unscored"] += 1

@@ -230,7 +230,20 @@ def _returns(
         return _view(row, desc.get("view") or {}, args)
     if returns == "replay":
         return _replay(tool, args, rt)
+    if "template" in returns:
+        return fill(returns["template"], args)
     return returns["c"]
+
+
+def fill(template: str, args: Mapping[str, Any]) -> str:
+    """A text answer with the call's arguments in its slots (``{user_id}``)."""
+    return template.format_map({k: _text(v) for k, v in args.items()})
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value)
+    return value if isinstance(value, str) else str(value)
 
 
 def _matches(row: Row, path: list[Any], value: Any) -> bool:

@@ -12,6 +12,7 @@ conditions are checked first.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -225,7 +226,11 @@ class Learner:
         returns: Any = "row"
         if good and not any(isinstance(c.result, dict) for c in good):
             values = {repr(c.result) for c in good}
-            returns = {"c": good[0].result} if len(values) == 1 else "replay"
+            found = text_template(good)
+            if found is not None:
+                returns = {"template": found}
+            else:
+                returns = {"c": good[0].result} if len(values) == 1 else "replay"
         elif self.catalog.is_kind(common["entity"]) and any(
             not isinstance(c.result, dict)
             or c.result.get(self.pks[common["entity"]]) != c.args.get(key)
@@ -400,6 +405,38 @@ class Learner:
             )
             observations.append(ErrorObservation(env, c.error, c.missing_target, no_match, missing))
         return learn_errors(observations)
+
+
+def text_template(good: Sequence[CallObservation]) -> str | None:
+    """A text answer as a template of the arguments (``Certificate ... added to user
+    {user_id} with amount {amount}.``) when one reproduces every observed answer; an argument
+    fills a slot only where its value is distinctive (a string of four characters or more, a
+    number of two digits or more)."""
+    if not good or not all(isinstance(c.result, str) for c in good):
+        return None
+    from simforge.synth.handlers import fill
+
+    first = good[0]
+    text = str(first.result).replace("{", "{{").replace("}", "}}")
+    used = False
+    for name, value in sorted(first.args.items(), key=lambda kv: -len(str(kv[1]))):
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            continue
+        shown = value if isinstance(value, str) else str(value)
+        if len(shown) < (4 if isinstance(value, str) else 2) or shown not in text:
+            continue
+        if "{" + name + "}" in text:
+            continue
+        text = re.sub(rf"(?<![\w.]){re.escape(shown)}(?![\w])", "{" + name + "}", text)
+        used = True
+    if not used:
+        return None
+    try:
+        if all(fill(text, c.args) == c.result for c in good):
+            return text
+    except (KeyError, IndexError, ValueError):
+        return None
+    return None
 
 
 def share_not_found(handlers: list[dict[str, Any]]) -> None:
