@@ -27,6 +27,7 @@ from simforge.synth.observe import (
     CallObservation,
     EpisodeState,
     learn_seed_rows,
+    named_like_write,
     profile,
     walk,
 )
@@ -71,6 +72,8 @@ class SynthReport:
     """Held-out episodes left out of the eval split (they call tools training never saw)."""
     policy_chars: int = 0
     """Length of the agent policy found in the traces (0: none)."""
+    declared_only: list[str] = field(default_factory=list)
+    """Tools the traces declare that no training call used (in the catalog as declared)."""
 
 
 ENDING_TOOL = re.compile(r"^(transfer|hand_?off|escalate)_to_(a_)?human", re.IGNORECASE)
@@ -261,10 +264,18 @@ def synthesize(
     share_not_found(descs)
     share_not_found_texts(descs)
     share_texts(descs, _vocabulary(train))
+    declared = declared_tools(train)
     tool_entries = []
     for (tool, prof), desc in zip(profiles.items(), descs, strict=True):
-        tool_entries.append(_tool_entry(tool, prof, desc))
+        tool_entries.append(_tool_entry(tool, prof, desc, declared.get(tool)))
         report.handlers[tool] = desc["kind"]
+    # tools the traces declare and no training call used: in the catalog as declared (their
+    # description and parameters), answering that nothing is known of them
+    for tool, definition in declared.items():
+        if tool not in profiles:
+            tool_entries.append(_declared_entry(tool, definition))
+            report.handlers[tool] = "declared"
+            report.declared_only.append(tool)
     report.tools = len(tool_entries)
 
     tasks = []
@@ -273,7 +284,7 @@ def synthesize(
     # Held-out episodes become the eval split: walked over the same seed world, but nothing of
     # them reaches what was learned. One that calls a tool no training episode showed would
     # be unsolvable in this pack, which says nothing of the agent: it is counted, not kept.
-    known = {entry["spec"]["name"] for entry in tool_entries}
+    known = {e["spec"]["name"] for e in tool_entries if e["handler"]["kind"] != "declared"}
     held = [e for e in usable if in_holdout(e.id, holdout, seed)]
     for episode in held:
         unseen = sorted({_safe_name(c.tool) for c in episode.tool_calls} - known)
@@ -417,13 +428,58 @@ def _fill_gaps(catalog: EntityCatalog) -> None:
     catalog.invalidate()
 
 
-def _tool_entry(tool: str, prof: Any, desc: dict[str, Any]) -> dict[str, Any]:
+def declared_tools(episodes: Iterable[Episode]) -> dict[str, dict[str, Any]]:
+    """The tools the traces declare (``metadata["tool_definitions"]``, see the format
+    adapters), by name, first declaration first."""
+    out: dict[str, dict[str, Any]] = {}
+    for episode in episodes:
+        for definition in episode.metadata.get("tool_definitions") or ():
+            if isinstance(definition, dict) and isinstance(definition.get("name"), str):
+                out.setdefault(definition["name"], definition)
+    return out
+
+
+def _arguments_schema(prof: Any, definition: dict[str, Any] | None) -> dict[str, Any]:
+    """The declared parameter schema, with any argument the calls used that it lacks; the
+    schema inferred from the calls when nothing is declared."""
+    inferred = infer_schema(prof.args, object_root=True) if prof is not None else {}
+    if json_type(inferred) != "object":
+        inferred = {"type": "object", "properties": {}}
+    declared = (definition or {}).get("parameters")
+    if not isinstance(declared, dict) or declared.get("type", "object") != "object":
+        return inferred
+    properties = dict(declared.get("properties") or {})
+    for name, schema in (inferred.get("properties") or {}).items():
+        properties.setdefault(name, schema)
+    return {**declared, "type": "object", "properties": properties}
+
+
+def _declared_entry(tool: str, definition: dict[str, Any]) -> dict[str, Any]:
+    kind = "write" if named_like_write(tool) else "read"
+    spec: dict[str, Any] = {
+        "name": _safe_name(tool),
+        "description": definition.get("description") or _describe(tool, {"kind": ""}, kind),
+        "input_schema": _arguments_schema(None, definition),
+        "output_schema": {},
+        "kind": kind,
+        "entities": [],
+        "latency": timing.to_json(timing.latency_model([], kind)),
+        "errors": timing.to_json(timing.error_model({}, 0)),
+    }
+    if ENDING_TOOL.match(tool):
+        spec["ends_conversation"] = True
+    return {"spec": spec, "handler": {"tool": _safe_name(tool), "kind": "declared"}}
+
+
+def _tool_entry(
+    tool: str, prof: Any, desc: dict[str, Any], definition: dict[str, Any] | None = None
+) -> dict[str, Any]:
     kind = "write" if desc["kind"] in ("update", "create") or prof.write_by_name else "read"
     entities = (desc["entity"],) if desc.get("entity") else ()
-    args_schema = infer_schema(prof.args, object_root=True)
-    if json_type(args_schema) != "object":
-        args_schema = {"type": "object", "properties": {}}
-    description = prof.description or _describe(tool, desc, kind)
+    args_schema = _arguments_schema(prof, definition)
+    description = (
+        (definition or {}).get("description") or prof.description or _describe(tool, desc, kind)
+    )
     spec = {
         "name": _safe_name(tool),
         "description": description,

@@ -108,6 +108,7 @@ def register(app: typer.Typer) -> None:
             "eval_tasks": report.eval_tasks,
             "eval_skipped": report.eval_skipped,
             "policy_chars": report.policy_chars,
+            "declared_only": report.declared_only,
             "warnings": report.warnings,
             "rejected": report.rejected,
             "rejections": report.rejections,

@@ -9,9 +9,11 @@ in turn for an id the first lacks), ``find`` (the key of the row
 whose fields equal the arguments), ``search`` (rows filtered by arguments and constants, merged
 with a sub-record an argument selects), ``update`` and ``create`` (learned effects; an update may
 also insert the records it makes, ``creates``), ``compute``
-(arithmetic), ``constant`` and ``replay``. Every kind checks the learned error conditions first;
-a write computes its effects before (a condition may compare an argument with a computed total)
-and applies its learned side effects after (:mod:`.side`).
+(arithmetic), ``constant``, ``replay`` and ``declared`` (a tool the traces declare and no
+training call used: in the catalog, with nothing known of what it answers). Every kind checks
+the learned error conditions first; a write computes its effects before (a condition may
+compare an argument with a computed total) and applies its learned side effects after
+(:mod:`.side`).
 """
 
 from __future__ import annotations
@@ -145,6 +147,8 @@ def run(desc: Mapping[str, Any], store: Store, args: dict[str, Any], rt: Runtime
         return desc["value"]
     if kind == "replay":
         return _replay(tool, args, rt)
+    if kind == "declared":
+        raise ToolError(501, "not_implemented", f"{tool}: declared by the traces, never called")
     if kind == "compute":
         _check(desc, ErrorObservation({"args": args}, None))
         return _compute(desc, args)
