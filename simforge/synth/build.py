@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simforge.synth import kinds, pack_files, timing
+from simforge.synth import kinds, pack_files, textstate, timing
 from simforge.synth.entities import EntityCatalog, fake_row, from_snapshot, is_key_name, parents
+from simforge.synth.expr import same
 from simforge.synth.inputs import Inputs, NothingToLearn, read_traces, why_nothing
 from simforge.synth.learn import Learner, share_not_found
 from simforge.synth.observe import (
@@ -35,10 +36,14 @@ from simforge.synth.preconditions import share_not_found_texts, share_texts
 from simforge.synth.replay import ReplayTable
 from simforge.synth.schemas import infer_schema, json_type
 from simforge.synth.seed import seed_kinds, vote_refs
+from simforge.synth.setup import initial_state as setup_initial
+from simforge.synth.setup import learn_setup
 from simforge.synth.snapshot import load_snapshots
 from simforge.synth.tasks import build_task
+from simforge.synth.textstate import STATE_ENTITY, STATE_ID, STATE_KEY
 from simforge.trace.episode import Episode
 
+Row = dict[str, Any]
 Progress = Callable[[str, int, int], None]
 """``progress(stage, done, total)``."""
 
@@ -264,6 +269,14 @@ def synthesize(
     share_not_found(descs)
     share_not_found_texts(descs)
     share_texts(descs, _vocabulary(train))
+    text_state = _learn_text_state(train, profiles, descs)
+    if text_state is not None:
+        base[STATE_ENTITY] = {STATE_ID: {STATE_KEY: STATE_ID, **text_state.model.row([])}}
+        pks[STATE_ENTITY] = STATE_KEY
+    # rows every training episode that saw them saw alike, and not as the snapshot has them:
+    # the snapshot is behind production there
+    for entity_name, id, row in _seed_corrections(states, base):
+        base.setdefault(entity_name, {})[id] = row
     declared = declared_tools(train)
     tool_entries = []
     for (tool, prof), desc in zip(profiles.items(), descs, strict=True):
@@ -278,9 +291,18 @@ def synthesize(
             report.declared_only.append(tool)
     report.tools = len(tool_entries)
 
+    setup = learn_setup(states, base, catalog.index())
+    by_name = {desc["tool"]: desc for desc in descs}
+    setup_rt = Runtime(parent_of, replays)
+
+    def starts(episode: Episode) -> dict[str, dict[str, Row]]:
+        return setup_initial(episode, setup, by_name, base, pks, setup_rt)
+
     tasks = []
     for index, (episode, state) in enumerate(states):
-        tasks.append(build_task(index, episode, state, base, pks, learner.modelled))
+        task = build_task(index, episode, state, base, pks, learner.modelled)
+        task["initial_state"] = _merge(starts(episode), task["initial_state"])
+        tasks.append(_with_text_state(task, episode, text_state))
     # Held-out episodes become the eval split: walked over the same seed world, but nothing of
     # them reaches what was learned. One that calls a tool no training episode showed would
     # be unsolvable in this pack, which says nothing of the agent: it is counted, not kept.
@@ -293,8 +315,10 @@ def synthesize(
             continue
         state = walk(episode, catalog, profiles, base, pks, parent_of, {}, primary)
         task = build_task(len(tasks), episode, state, base, pks, learner.modelled)
+        # where it starts is what its setup declared, never what its own reads showed
+        task["initial_state"] = starts(episode)
         task["split"] = "eval"
-        tasks.append(task)
+        tasks.append(_with_text_state(task, episode, text_state))
     if report.eval_skipped:
         warn(
             f"{len(report.eval_skipped)} held-out episode(s) call tools that no training episode "
@@ -333,6 +357,18 @@ def synthesize(
         }
         for name_, entity in catalog.entities.items()
     }
+    if text_state is not None:
+        entities_manifest[STATE_ENTITY] = {
+            "pk": STATE_KEY,
+            "fields": {
+                STATE_KEY: "string",
+                "ops": "array",
+                **dict.fromkeys(text_state.model.columns.values(), "null"),
+            },
+            "subs": {},
+            "source": "textstate",
+            "rows": 1,
+        }
     report.entities = {k: len(entity.rows) for k, entity in catalog.entities.items()}
     pack_files.write_pack(
         out,
@@ -341,6 +377,7 @@ def synthesize(
             "description": f"Synthesized by simforge from {report.train} episodes.",
             "entities": entities_manifest,
             "split": {"holdout_fraction": holdout, "seed": seed, "holdout": report.holdout},
+            "setup": setup,
             "stats": {
                 "episodes": report.episodes,
                 "empty_episodes": report.empty_episodes,
@@ -353,9 +390,102 @@ def synthesize(
         replay={tool: table.entries for tool, table in replays.items()},
         scenario=scenario,
         policy=policy,
+        state=text_state.model.to_json() if text_state is not None else None,
     )
     report.policy_chars = len(policy or "")
     return report
+
+
+def _learn_text_state(
+    train: list[Episode], profiles: dict[str, Any], descs: list[dict[str, Any]]
+) -> textstate.TextState | None:
+    """State shown only in text (:mod:`.textstate`): tools whose text answers replay could only
+    keep one of per argument tuple get a ``state`` handler when it reproduces at least as many
+    training calls, and every state-changing tool records its calls in the history."""
+    by_tool = {desc["tool"]: desc for desc in descs}
+    candidates = {
+        tool
+        for tool, prof in profiles.items()
+        if by_tool[tool]["kind"] == "replay"
+        and prof.results
+        and all(isinstance(r, str) for r in prof.results)
+    }
+    learned = textstate.learn(train, candidates, named_like_write)
+    if learned is None:
+        return None
+    for tool, handler in learned.handlers.items():
+        old = by_tool[tool]
+        if textstate.accuracy(learned, train, tool) >= float(old.get("train_accuracy", 0.0)):
+            for key in [k for k in old if k not in ("tool", "errors")]:
+                del old[key]
+            old.update(handler)
+            old["train_accuracy"] = round(textstate.accuracy(learned, train, tool), 4)
+    for tool in learned.changes & set(by_tool):
+        by_tool[tool]["records"] = True
+    return learned
+
+
+def _with_text_state(
+    task: dict[str, Any], episode: Episode, learned: textstate.TextState | None
+) -> dict[str, Any]:
+    """The task's ``SessionState``: its history starts with the setup its episode declared,
+    and a gold task expects the state its episode last showed (any change of it allowed)."""
+    if learned is None:
+        return task
+    model = learned.model
+    initial = model.row(textstate.setup_ops(episode))
+    task["initial_state"] = {**task["initial_state"], STATE_ENTITY: {STATE_ID: initial}}
+    expected = dict(task["expected"])
+    if task["metadata"]["gold"]:
+        final = textstate.final_values(learned, episode)
+        if final:
+            state = dict(expected.get("state") or {})
+            state[STATE_ENTITY] = {STATE_ID: final}
+            expected["state"] = state
+    if expected.get("state") or expected.get("created"):
+        allow = dict(expected.get("allow_changes") or {})
+        allow[STATE_ENTITY] = ["ops", *sorted(model.columns.values())]
+        expected["allow_changes"] = allow
+    task["expected"] = expected
+    return task
+
+
+def _merge(
+    predicted: dict[str, dict[str, Row]], observed: dict[str, dict[str, Row]]
+) -> dict[str, dict[str, Row]]:
+    """Initial rows: the setup's, with the episode's own observations over them."""
+    out = {entity: dict(rows) for entity, rows in predicted.items()}
+    for entity, rows in observed.items():
+        out.setdefault(entity, {}).update(rows)
+    return out
+
+
+def _seed_corrections(
+    states: list[tuple[Episode, EpisodeState]], base: dict[str, dict[str, Row]]
+) -> list[tuple[str, str, Row]]:
+    """Rows whose fields training episodes saw differing from the snapshot before writing
+    them, every episode that saw the row seeing the field alike (a field each episode's setup
+    sets its own way is left alone)."""
+    seen: dict[tuple[str, str], list[Row]] = {}
+    for _, state in states:
+        for entity, rows in state.initial.items():
+            for id, row in rows.items():
+                seen.setdefault((entity, id), []).append(row)
+    out = []
+    for (entity, id), found in seen.items():
+        snapshot = base.get(entity, {}).get(id)
+        if snapshot is None:
+            continue
+        first = found[0]
+        fields = {
+            k: first.get(k)
+            for k in first
+            if not same(first.get(k), snapshot.get(k))
+            and all(same(r.get(k), first.get(k)) for r in found[1:])
+        }
+        if fields:
+            out.append((entity, id, {**snapshot, **fields}))
+    return out
 
 
 def _vocabulary(episodes: list[Episode]) -> set[str]:

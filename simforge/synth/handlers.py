@@ -9,8 +9,10 @@ in turn for an id the first lacks), ``find`` (the key of the row
 whose fields equal the arguments), ``search`` (rows filtered by arguments and constants, merged
 with a sub-record an argument selects), ``update`` and ``create`` (learned effects; an update may
 also insert the records it makes, ``creates``), ``compute``
-(arithmetic), ``constant``, ``replay`` and ``declared`` (a tool the traces declare and no
-training call used: in the catalog, with nothing known of what it answers). Every kind checks
+(arithmetic), ``constant``, ``replay``, ``state`` (an answer rendered from the session's
+history of state-changing calls, :mod:`.textstate`) and ``declared`` (a tool the traces
+declare and no training call used: in the catalog, with nothing known of what it answers).
+Every kind checks
 the learned error conditions first; a write computes its effects before (a condition may
 compare an argument with a computed total) and applies its learned side effects after
 (:mod:`.side`).
@@ -29,6 +31,8 @@ from simforge.synth.errors import ErrorObservation, holds, render
 from simforge.synth.expr import Unresolved
 from simforge.synth.replay import ReplayTable
 from simforge.synth.side import apply_side_effects
+from simforge.synth.textstate import STATE_ENTITY, STATE_ID, STATE_KEY, Model, op
+from simforge.synth.textstate import render as render_text
 from simforge.tools.errors import ToolError
 
 Row = dict[str, Any]
@@ -89,11 +93,18 @@ class DictStore:
 
 
 class Runtime:
-    """What a handler needs beyond the store: sub-record parents and replay tables."""
+    """What a handler needs beyond the store: sub-record parents, replay tables and the model of
+    state shown only in text (:mod:`.textstate`)."""
 
-    def __init__(self, parent_of: Mapping[str, str], replays: Mapping[str, ReplayTable]) -> None:
+    def __init__(
+        self,
+        parent_of: Mapping[str, str],
+        replays: Mapping[str, ReplayTable],
+        state: Model | None = None,
+    ) -> None:
         self.parent_of = parent_of
         self.replays = replays
+        self.state = state
 
 
 def _walk(node: Any, segments: list[dict[str, Any]], args: Mapping[str, Any]) -> Any:
@@ -140,7 +151,41 @@ def _check(desc: Mapping[str, Any], obs: ErrorObservation) -> None:
 
 
 def run(desc: Mapping[str, Any], store: Store, args: dict[str, Any], rt: Runtime) -> Any:
-    """The result of one call, or a :class:`ToolError` with the learned (or recorded) text."""
+    """The result of one call, or a :class:`ToolError` with the learned (or recorded) text. A
+    call of a state-changing tool (``records``) enters the session's history."""
+    if desc["kind"] == "state":
+        return _state(desc, store, args, rt)
+    result = _run(desc, store, args, rt)
+    if desc.get("records") and rt.state is not None:
+        _record(store, rt.state, [*_history(store), op(desc.get("tool", ""), args)])
+    return result
+
+
+def _history(store: Store) -> list[str]:
+    row = store.get(STATE_ENTITY, STATE_ID)
+    return list(row.get("ops") or []) if row is not None else []
+
+
+def _record(store: Store, model: Model, ops: list[str]) -> None:
+    if store.get(STATE_ENTITY, STATE_ID) is None:
+        store.insert(STATE_ENTITY, {STATE_KEY: STATE_ID, **model.row(ops)})
+    else:
+        store.update(STATE_ENTITY, STATE_ID, model.row(ops))
+
+
+def _state(desc: Mapping[str, Any], store: Store, args: dict[str, Any], rt: Runtime) -> Any:
+    """An answer rendered from the session's history (see :mod:`.textstate`)."""
+    model = rt.state
+    if model is None:
+        raise ToolError(501, "not_implemented", f"{desc.get('tool')}: no state model")
+    ops = _history(store)
+    if desc.get("records"):
+        ops.append(op(desc.get("tool", ""), args))
+        _record(store, model, ops)
+    return render_text(desc, model, model.features.of(ops, args))
+
+
+def _run(desc: Mapping[str, Any], store: Store, args: dict[str, Any], rt: Runtime) -> Any:
     kind = desc["kind"]
     tool = desc.get("tool", "")
     if kind == "constant":

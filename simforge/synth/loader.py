@@ -20,6 +20,7 @@ from simforge.synth.entities import parents_from_rows
 from simforge.synth.handlers import Runtime, run
 from simforge.synth.pack_files import TOOLS, read_json, read_manifest
 from simforge.synth.replay import ReplayTable
+from simforge.synth.textstate import Model
 from simforge.tools.context import ToolContext
 from simforge.tools.pack import Pack
 from simforge.tools.spec import ToolSpec
@@ -88,7 +89,8 @@ def load_synth_pack(folder: Path | str) -> Pack:
     entities = manifest.get("entities") or {}
     subs = {name: info.get("subs") or {} for name, info in entities.items()}
     pks = {name: info["pk"] for name, info in entities.items()}
-    runtime = Runtime({}, replays)
+    state = files.get("state")
+    runtime = Runtime({}, replays, Model.from_json(read_json(folder / state)) if state else None)
     loaded = {"parents": False}
 
     def ensure_parents() -> None:

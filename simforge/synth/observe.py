@@ -128,6 +128,9 @@ class EpisodeState:
     created: set[tuple[str, str]] = field(default_factory=set)
     writers: dict[tuple[str, str], set[str]] = field(default_factory=dict)
     """The tools whose calls wrote each row (what the expected state may rely on)."""
+    first_seen: dict[tuple[str, str], Row] = field(default_factory=dict)
+    """Each row as the episode first saw it, before any write of it (equal to the seed or
+    not)."""
 
 
 SAMPLE_CAP = 300
@@ -356,6 +359,8 @@ def walk(
                 kind = catalog.is_kind(entity.name)
                 if key not in seen and key not in state.written:
                     seen.add(key)
+                    if not (is_write and key == target):
+                        state.first_seen.setdefault(key, record)
                     if before is not None and not _same_row(before, record):
                         if kind and is_write:
                             state.written.add(key)  # a write's result is no initial state

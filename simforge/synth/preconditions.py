@@ -87,6 +87,8 @@ def _allowed(values: list[Any], counts: Counter[str] | None) -> tuple[list[Any],
     state field whose rows take other values too; ``None`` for any other field."""
     if not counts or len(counts) > STATE_VALUES or len(values) < MIN_CALLS:
         return None
+    if 2 * len(counts) > sum(counts.values()):
+        return None  # values that hardly repeat across rows (a creation time) are no state
     allowed: list[Any] = []
     for value in values:
         if not _scalar(value):
