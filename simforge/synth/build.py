@@ -39,7 +39,7 @@ from simforge.synth.seed import seed_kinds, vote_refs
 from simforge.synth.setup import initial_state as setup_initial
 from simforge.synth.setup import learn_setup
 from simforge.synth.snapshot import load_snapshots
-from simforge.synth.tasks import build_task
+from simforge.synth.tasks import build_task, handed_over, stuffing_bounds
 from simforge.synth.textstate import STATE_ENTITY, STATE_ID, STATE_KEY
 from simforge.trace.episode import Episode
 
@@ -292,6 +292,7 @@ def synthesize(
     report.tools = len(tool_entries)
 
     setup = learn_setup(states, base, catalog.index())
+    changed_by = textstate.changers(text_state, train) if text_state is not None else {}
     by_name = {desc["tool"]: desc for desc in descs}
     setup_rt = Runtime(parent_of, replays)
 
@@ -302,28 +303,35 @@ def synthesize(
     for index, (episode, state) in enumerate(states):
         task = build_task(index, episode, state, base, pks, learner.modelled)
         task["initial_state"] = _merge(starts(episode), task["initial_state"])
-        tasks.append(_with_text_state(task, episode, text_state))
+        tasks.append(_with_text_state(task, episode, text_state, changed_by))
     # Held-out episodes become the eval split: walked over the same seed world, but nothing of
     # them reaches what was learned. One that calls a tool no training episode showed would
     # be unsolvable in this pack, which says nothing of the agent: it is counted, not kept.
     known = {e["spec"]["name"] for e in tool_entries if e["handler"]["kind"] != "declared"}
     held = [e for e in usable if in_holdout(e.id, holdout, seed)]
+    held_kept: list[Episode] = []
     for episode in held:
         unseen = sorted({_safe_name(c.tool) for c in episode.tool_calls} - known)
         if unseen:
             report.eval_skipped.append(f"{episode.id}: calls {', '.join(unseen)}")
             continue
+        held_kept.append(episode)
         state = walk(episode, catalog, profiles, base, pks, parent_of, {}, primary)
         task = build_task(len(tasks), episode, state, base, pks, learner.modelled)
         # where it starts is what its setup declared, never what its own reads showed
         task["initial_state"] = starts(episode)
         task["split"] = "eval"
-        tasks.append(_with_text_state(task, episode, text_state))
+        tasks.append(_with_text_state(task, episode, text_state, changed_by))
     if report.eval_skipped:
         warn(
             f"{len(report.eval_skipped)} held-out episode(s) call tools that no training episode "
             f"shows and are not eval tasks, first: {report.eval_skipped[0]}"
         )
+    for task, episode in zip(tasks, [e for e, _ in states] + held_kept, strict=True):
+        expected = task["expected"]
+        graded = expected.get("state") or expected.get("created") or expected.get("outputs")
+        if task["metadata"]["gold"] and not graded:
+            task["validators"] = handed_over(episode, ENDING_TOOL)
     report.tasks = len(tasks)
     report.eval_tasks = sum(1 for t in tasks if t.get("split") == "eval")
     report.gold_tasks = sum(1 for t in tasks if t["metadata"]["gold"])
@@ -342,6 +350,8 @@ def synthesize(
             "max_sim_seconds": 86400.0,
         },
         "seeds": [0],
+        # production's successful answers are not stuffing: the bounds they reached
+        "validators": [{"name": "answer_stuffing", "params": stuffing_bounds(train)}],
         "tasks": tasks,
     }
     entities_manifest = {
@@ -426,7 +436,10 @@ def _learn_text_state(
 
 
 def _with_text_state(
-    task: dict[str, Any], episode: Episode, learned: textstate.TextState | None
+    task: dict[str, Any],
+    episode: Episode,
+    learned: textstate.TextState | None,
+    changed_by: dict[str, set[str]],
 ) -> dict[str, Any]:
     """The task's ``SessionState``: its history starts with the setup its episode declared,
     and a gold task expects the state its episode last showed (any change of it allowed)."""
@@ -437,15 +450,14 @@ def _with_text_state(
     task["initial_state"] = {**task["initial_state"], STATE_ENTITY: {STATE_ID: initial}}
     expected = dict(task["expected"])
     if task["metadata"]["gold"]:
-        final = textstate.final_values(learned, episode)
+        final = textstate.final_values(learned, episode, changed_by)
         if final:
             state = dict(expected.get("state") or {})
             state[STATE_ENTITY] = {STATE_ID: final}
             expected["state"] = state
-    if expected.get("state") or expected.get("created"):
-        allow = dict(expected.get("allow_changes") or {})
-        allow[STATE_ENTITY] = ["ops", *sorted(model.columns.values())]
-        expected["allow_changes"] = allow
+    allow = dict(expected.get("allow_changes") or {})
+    allow[STATE_ENTITY] = ["ops", *sorted(model.columns.values())]
+    expected["allow_changes"] = allow
     task["expected"] = expected
     return task
 

@@ -327,6 +327,13 @@ def walk(
             for entity, id, record in records_in(call, catalog, tools):
                 key = (entity.name, id)
                 before = store.get(*key)
+                if before is not None and not catalog.is_kind(entity.name):
+                    # a partial view (a usage view of a line, its numbers shown as text) shows
+                    # what it shows; the row keeps the rest, and its values where they agree
+                    record = {
+                        **before,
+                        **{k: v for k, v in record.items() if not _same_value(before.get(k), v)},
+                    }
                 # the row as this episode last showed it, with no write touching it since
                 shown = (
                     key in seen

@@ -194,3 +194,42 @@ def _oracle(episode: Episode) -> list[dict[str, Any]]:
     answers = [m.content for m in episode.messages if m.role == "assistant" and m.content]
     steps.append({"answer": answers[-1] if answers else "done"})
     return steps
+
+
+def stuffing_bounds(episodes: list[Episode]) -> dict[str, int]:
+    """``answer_stuffing`` settings under which every successful training answer passes: the
+    check stays (a shotgun answer still fails), but the length, the count of values and the
+    alternatives of one field that a factual production answer reached are not stuffing. The
+    defaults are the floor."""
+    from types import SimpleNamespace
+
+    from simforge.scoring import integrity
+
+    bounds = {"max_values": 20, "max_chars": 2000, "max_alternatives": 4}
+    hedged = getattr(integrity, "_hedged", None)
+    for episode in episodes:
+        if not is_gold(episode):
+            continue
+        answers = [m.content for m in episode.messages if m.role == "assistant" and m.content]
+        if not answers:
+            continue
+        answer = answers[-1]
+        bounds["max_values"] = max(bounds["max_values"], len(integrity.answer_values(answer)))
+        bounds["max_chars"] = max(bounds["max_chars"], len(answer))
+        if hedged is not None:
+            ctx = SimpleNamespace(trajectory=SimpleNamespace(tool_calls=episode.tool_calls))
+            named = hedged(ctx, answer, bounds["max_alternatives"])
+            if named:
+                most = max(len(v) for v in named.values())
+                bounds["max_alternatives"] = max(bounds["max_alternatives"], most + 1)
+    return bounds
+
+
+def handed_over(episode: Episode, ending: Any) -> list[dict[str, Any]]:
+    """An ``action_sequence`` check for a gold episode that changed nothing and ended by
+    handing the conversation over (a transfer to a human agent): the hand-over is its outcome,
+    so that a no-op does not pass and the task is graded."""
+    for call in reversed(episode.tool_calls):
+        if call.error is None and call.requestor == "assistant" and ending.match(call.tool):
+            return [{"name": "action_sequence", "params": {"calls": [{"tool": call.tool}]}}]
+    return []

@@ -45,9 +45,12 @@ STATE_KEY = "session_id"
 STATE_ID = "session"
 ABSENT = None
 MAX_DEPTH = 8
+RELEVANT = 1.5
+"""How much more a split counts when its feature speaks of what the field speaks of."""
 SEPARATORS = re.compile(r"(\n| \| )")
 _KEYED = re.compile(r"^([^:\n]{1,48}): (.+)$", re.S)
 _WORD = re.compile(r"[a-z]{4,}")
+_COMMON = frozenset({"the", "and", "for", "has", "now", "are", "your", "you", "with", "not", "set"})
 
 
 def _canonical(args: Any) -> str:
@@ -170,8 +173,17 @@ def _entropy(counts: Counter[Any]) -> float:
     return -sum((n / total) * math.log2(n / total) for n in counts.values() if n)
 
 
-def grow(rows: list[tuple[set[str], Any]], depth: int = 0) -> dict[str, Any]:
-    """A decision tree (ID3 on binary features) predicting each row's value."""
+def _terms(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z]{3,}", text.lower())}
+
+
+def grow(
+    rows: list[tuple[set[str], Any]], depth: int = 0, about: set[str] | None = None
+) -> dict[str, Any]:
+    """A decision tree (ID3 on binary features) predicting each row's value. ``about``: the
+    words of the field (its name and values); a feature about the same thing (an operation
+    on the SIM card for a field about the SIM card) is preferred to one that separates the
+    rows nearly as well by coincidence."""
     counts = Counter(_k(v) for _, v in rows)
     values = {_k(v): v for _, v in rows}
     majority = values[max(sorted(counts), key=lambda k: counts[k])]
@@ -189,17 +201,25 @@ def grow(rows: list[tuple[set[str], Any]], depth: int = 0) -> dict[str, Any]:
         yes = Counter(_k(v) for f, v in rows if name in f)
         no = Counter(_k(v) for f, v in rows if name not in f)
         gain = base - (n_true * _entropy(yes) + (len(rows) - n_true) * _entropy(no)) / len(rows)
+        if gain <= 1e-9:
+            continue
+        if about and _terms(name) & about:
+            gain *= RELEVANT
         # on ties prefer a field already known, a setter's last value, what happened, then parity
         rank = ("is:", "last:", "has:", "arg:", "odd:", "xor:").index(name[: name.index(":") + 1])
         score = gain - 1e-6 * rank
-        if gain > 1e-9 and (best is None or score > best[0]):
+        if best is None or score > best[0]:
             best = (score, name)
     if best is None:
         return {"v": majority}
     name = best[1]
     yes_rows = [(f, v) for f, v in rows if name in f]
     no_rows = [(f, v) for f, v in rows if name not in f]
-    return {"f": name, "t": grow(yes_rows, depth + 1), "e": grow(no_rows, depth + 1)}
+    return {
+        "f": name,
+        "t": grow(yes_rows, depth + 1, about),
+        "e": grow(no_rows, depth + 1, about),
+    }
 
 
 def _k(value: Any) -> str:
@@ -280,13 +300,20 @@ def discover(observations: Sequence[Observed]) -> Fields:
 
 
 def _order(observations: Sequence[Observed], fields: Fields) -> list[str]:
-    """Fields by their mean position in the answers that show them (a status bar's signal
-    before its network type before its data icons)."""
+    """Fields shown by many tools first (a status bar, which every toggle prints, says much
+    of what a speed test will say), then by their mean position in the answers that show
+    them (a signal before its network type before its data icons)."""
     positions: dict[str, list[int]] = {}
+    tools: dict[str, set[str]] = {}
     for obs in observations:
         for i, (_, seg) in enumerate(split(obs.text)):
-            positions.setdefault(fields.of_segment(seg)[0], []).append(i)
-    return sorted(positions, key=lambda n: (sum(positions[n]) / len(positions[n]), n))
+            name = fields.of_segment(seg)[0]
+            positions.setdefault(name, []).append(i)
+            tools.setdefault(name, set()).add(obs.tool)
+    return sorted(
+        positions,
+        key=lambda n: (-len(tools[n]), sum(positions[n]) / len(positions[n]), n),
+    )
 
 
 def layout(texts: Sequence[str], fields: Fields) -> list[list[str]]:
@@ -506,7 +533,14 @@ def learn(
             value = shown.get(name, ABSENT)
             rows.setdefault(name, []).append((set(active), value))
             active.add(known(name, value))
-    trees = {name: grow(found) for name, found in rows.items()}
+    about: dict[str, set[str]] = {}
+    for name, found in rows.items():
+        words = _terms(name)
+        for _, value in found:
+            if isinstance(value, str):
+                words |= _terms(value)
+        about[name] = words - _COMMON
+    trees = {name: grow(found, 0, about[name]) for name, found in rows.items()}
     model = Model(
         features,
         trees,
@@ -521,26 +555,59 @@ def learn(
     return TextState(model, fields, handlers)
 
 
-def final_values(state: TextState, episode: Any) -> dict[str, Any]:
-    """The columns of ``SessionState`` as the episode last showed them after its last state
-    change (what a task built from it may expect)."""
-    last_change = -1
-    for i, call in enumerate(episode.tool_calls):
-        if call.tool in state.changes and call.error is None:
-            last_change = i
+def changers(learned: TextState, episodes: Sequence[Any]) -> dict[str, set[str]]:
+    """Per field, the state-changing tools seen between two answers that showed it with
+    different values (the tools that may have changed it)."""
+    out: dict[str, set[str]] = {}
+    for episode in episodes:
+        last: dict[str, Any] = {}
+        since: dict[str, set[str]] = {}
+        for call in episode.tool_calls:
+            if call.tool in learned.changes and call.error is None:
+                for name in since:
+                    since[name].add(call.tool)
+            if call.error is not None or call.tool not in learned.handlers:
+                continue
+            if not isinstance(call.result, str):
+                continue
+            values = values_of(call.result, learned.fields)
+            for name, _ in learned.handlers[call.tool]["layout"]:
+                value = values.get(name, ABSENT)
+                if name in last and last[name] != value:
+                    out.setdefault(name, set()).update(since.get(name, ()))
+                last[name] = value
+                since[name] = set()
+    return out
+
+
+def final_values(
+    learned: TextState, episode: Any, changed_by: Mapping[str, set[str]]
+) -> dict[str, Any]:
+    """The columns of ``SessionState`` the episode changed, as it last showed them: each
+    field it showed with one value and later with another, where no call that may change it
+    (``changed_by``) came after the last showing (what a task built from it may expect, as
+    an episode's writes are expected of the rows it changed, not of every row it saw)."""
+    first: dict[str, Any] = {}
     shown: dict[str, Any] = {}
-    for i, call in enumerate(episode.tool_calls):
-        if i < last_change or call.error is not None or not isinstance(call.result, str):
+    for call in episode.tool_calls:
+        if call.error is not None:
             continue
-        if call.tool not in state.handlers:
+        for name in [n for n in shown if call.tool in changed_by.get(n, ())]:
+            del shown[name]  # changed since it was shown: what it became is not known
+        if call.tool not in learned.handlers or not isinstance(call.result, str):
             continue
         # a field the call's layout has and its answer leaves out is absent (a data saver
         # icon not shown)
-        values = values_of(call.result, state.fields)
-        for name, _ in state.handlers[call.tool]["layout"]:
+        values = values_of(call.result, learned.fields)
+        for name, _ in learned.handlers[call.tool]["layout"]:
+            first.setdefault(name, values.get(name, ABSENT))
             shown[name] = values.get(name, ABSENT)
-    columns_ = state.model.columns
-    return {columns_[name]: value for name, value in shown.items() if name in columns_}
+    columns_ = learned.model.columns
+    return {
+        columns_[name]: value
+        for name, value in shown.items()
+        if name in columns_ and value != first[name]
+    }
 
 
 def accuracy(learned: TextState, episodes: Sequence[Any], tool: str) -> float:
