@@ -474,8 +474,12 @@ def _changed(before: Row, shown: Row) -> bool:
     """Whether a result shows a field of the row with another value than it had. Fields the
     result leaves out (a usage view of a line) or adds (a limit joined from the plan) are no
     change: a read that shows part of a row does not write the rest; nor is a number shown
-    as text (``"3.2"`` for ``3.2``)."""
-    return any(k in before and not _same_value(before[k], v) for k, v in shown.items())
+    as text (``"3.2"`` for ``3.2``), nor a value where the row had none yet (a field only the
+    view carries)."""
+    return any(
+        k in before and before[k] is not None and not _same_value(before[k], v)
+        for k, v in shown.items()
+    )
 
 
 def _same_value(a: Any, b: Any) -> bool:
