@@ -77,6 +77,9 @@ class SynthReport:
     """Held-out episodes left out of the eval split (they call tools training never saw)."""
     policy_chars: int = 0
     """Length of the agent policy found in the traces (0: none)."""
+    nongold_tasks: int = 0
+    """Training episodes labelled failed (tasks with nothing to expect, out of training unless
+    kept)."""
     declared_only: list[str] = field(default_factory=list)
     """Tools the traces declare that no training call used (in the catalog as declared)."""
 
@@ -170,8 +173,12 @@ def synthesize(
     name: str | None = None,
     episodes: list[Episode] | None = None,
     progress: Progress | None = None,
+    keep_nongold: bool = False,
 ) -> SynthReport:
     """Learn a pack from ``traces`` (or ``episodes``) and ``data``; write it to ``out``.
+
+    Training episodes labelled failed become tasks with nothing to expect; they are written to
+    ``scenario-nongold.yaml``, out of the training split, unless ``keep_nongold``.
 
     Raises :class:`~simforge.synth.inputs.NothingToLearn` (before writing anything) when no
     episode with tool calls is left to learn from, and
@@ -332,6 +339,10 @@ def synthesize(
         graded = expected.get("state") or expected.get("created") or expected.get("outputs")
         if task["metadata"]["gold"] and not graded:
             task["validators"] = handed_over(episode, ENDING_TOOL)
+    failed = [t for t in tasks if not t["metadata"]["gold"] and t.get("split") != "eval"]
+    if not keep_nongold:
+        tasks = [t for t in tasks if t["metadata"]["gold"] or t.get("split") == "eval"]
+    report.nongold_tasks = len(failed)
     report.tasks = len(tasks)
     report.eval_tasks = sum(1 for t in tasks if t.get("split") == "eval")
     report.gold_tasks = sum(1 for t in tasks if t["metadata"]["gold"])
@@ -401,6 +412,16 @@ def synthesize(
         scenario=scenario,
         policy=policy,
         state=text_state.model.to_json() if text_state is not None else None,
+        nongold=(
+            {
+                **scenario,
+                "id": f"synth/{pack_name}-nongold-v1",
+                "description": "Training episodes labelled failed: nothing to expect.",
+                "tasks": failed,
+            }
+            if failed and not keep_nongold
+            else None
+        ),
     )
     report.policy_chars = len(policy or "")
     return report

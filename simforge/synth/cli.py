@@ -56,6 +56,12 @@ def register(app: typer.Typer) -> None:
             0.0, "--holdout", min=0.0, max=1.0, help="Fraction of episodes kept out of learning."
         ),
         seed: int = typer.Option(0, "--seed", help="Seed of the train/holdout split."),
+        keep_nongold: bool = typer.Option(
+            False,
+            "--keep-nongold",
+            help="Keep the training episodes labelled failed among the scenario's training "
+            "tasks (by default they go to scenario-nongold.yaml).",
+        ),
         as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
     ) -> None:
         """Synthesize an environment pack (tools, world, tasks, scenario) from traces."""
@@ -84,7 +90,13 @@ def register(app: typer.Typer) -> None:
                 warnings.simplefilter("always", SynthWarning)
                 try:
                     report = synthesize(
-                        traces, out, data=data, holdout=holdout, seed=seed, progress=tick
+                        traces,
+                        out,
+                        data=data,
+                        holdout=holdout,
+                        seed=seed,
+                        progress=tick,
+                        keep_nongold=keep_nongold,
                     )
                 except SnapshotError as exc:
                     raise _fail(str(exc), 2) from None
@@ -106,6 +118,7 @@ def register(app: typer.Typer) -> None:
             "tasks": report.tasks,
             "gold_tasks": report.gold_tasks,
             "eval_tasks": report.eval_tasks,
+            "nongold_tasks": report.nongold_tasks,
             "eval_skipped": report.eval_skipped,
             "policy_chars": report.policy_chars,
             "declared_only": report.declared_only,
@@ -130,7 +143,7 @@ def register(app: typer.Typer) -> None:
             f"{report.episodes} episodes ({report.empty_episodes} without tool calls skipped), "
             f"{report.train} learned from, {len(report.holdout)} held out; "
             f"{report.tasks} tasks ({report.gold_tasks} gold, {report.eval_tasks} in the eval "
-            f"split); {policy}"
+            f"split; {report.nongold_tasks} failed episodes kept out of training); {policy}"
             f"{summary['seconds']} s, peak memory {summary['peak_rss_mib']} MiB",
             highlight=False,
         )

@@ -51,13 +51,16 @@ def _close(bucket: dict[str, Any]) -> None:
 
 
 def _tasks(folder: Path) -> dict[str, Any]:
+    """Every task by its episode id: the scenario's, and the failed episodes' kept apart."""
     from simforge.scenario.loader import load_scenario
+    from simforge.synth.pack_files import NONGOLD
 
-    path = folder / SCENARIO
-    if not path.is_file():
-        return {}
-    scenario = load_scenario(path)
-    return {str(t.metadata.get("episode_id")): t for t in scenario.tasks}
+    out: dict[str, Any] = {}
+    for name in (NONGOLD, SCENARIO):
+        path = folder / name
+        if path.is_file():
+            out.update({str(t.metadata.get("episode_id")): t for t in load_scenario(path).tasks})
+    return out
 
 
 def _initial(pack: Pack, overrides: dict[str, dict[str, Any]] | None) -> dict[str, dict[str, Row]]:

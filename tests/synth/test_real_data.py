@@ -63,7 +63,11 @@ def test_a_retail_agent_is_given_the_traces_policy_and_user_and_an_eval_split(re
     held = set(holdout_ids(folder))
     evaluation = simforge.make(str(folder / "scenario.yaml"), split="eval")
     train = simforge.make(str(folder / "scenario.yaml"), split="train")
-    assert len(evaluation.tasks) == len(held) == 10 and len(train.tasks) == 30
+    # the 5 training episodes labelled failed are kept out of training (scenario-nongold.yaml)
+    assert len(evaluation.tasks) == len(held) == 10 and len(train.tasks) == 25
+    nongold = simforge.make(str(folder / "scenario-nongold.yaml"))
+    assert len(nongold.tasks) == 5
+    assert not any(t.metadata["gold"] for t in nongold.scenario.tasks)
     scenario = evaluation.scenario
     by_id = {t.id: t for t in scenario.tasks}
     assert {by_id[t].metadata["episode_id"] for t in evaluation.tasks} == held
