@@ -11,8 +11,8 @@ episode was labelled successful, or when no label exists. A gold task whose epis
 nothing observable expects the facts of its final answer that its tool results back instead
 (:mod:`.facts`), so that it is checkable and a no-op scores 0. It lives in the scenario file,
 which only the scenario loader and the scorer read. The reference actions are the episode's own
-calls, less those that failed with an infrastructure error (a timeout, a 5xx: they did nothing,
-and the agent's retry follows them).
+calls (the user's too: a simulated user has no tools), less those that failed with an
+infrastructure error (a timeout, a 5xx: they did nothing, and the agent's retry follows them).
 """
 
 from __future__ import annotations
@@ -178,8 +178,10 @@ def _oracle(episode: Episode) -> list[dict[str, Any]]:
     steps: list[dict[str, Any]] = []
     group: Any = object()
     for call in episode.tool_calls:
-        if call.requestor != "assistant" or (call.error and is_infrastructure(call.error)):
+        if call.error and is_infrastructure(call.error):
             continue  # a timeout or a 5xx did nothing; the retry that follows is the action
+        # a call the user made (telecom's user toggles their phone) is the reference's too:
+        # a simulated user has no tools, so in a session the agent makes it
         key = call.message_index if call.message_index is not None else object()
         entry = {"tool": call.tool, "args": call.args if isinstance(call.args, dict) else {}}
         if named_like_write(call.tool):
