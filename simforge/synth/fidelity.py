@@ -319,3 +319,46 @@ def _replay_episode(env: Any, task_id: str, episode: Episode) -> Any:
     if env.session is not None and not env.session.done:
         env.step({"final_answer": answers[-1] if answers else "done"})
     return env.score()
+
+
+def sweep(
+    traces: Iterable[Path | str],
+    out: Path | str,
+    *,
+    data: Iterable[Path | str] = (),
+    seeds: Iterable[int] = range(5),
+    holdout: float = 0.25,
+) -> list[dict[str, Any]]:
+    """Synthesis over several train/holdout splits, each measured on its held-out episodes
+    (a pack per seed under ``out``): ``[{"seed", "train", "held_out", "reads", "writes",
+    "errors", "reward", "seconds"}]``. The spread across seeds is what one split hides."""
+    import time
+
+    from simforge.synth.build import synthesize
+
+    traces, data = [Path(p) for p in traces], [Path(p) for p in data]
+    episodes = list(iter_episodes(traces))
+    rows = []
+    for seed in seeds:
+        folder = Path(out) / f"seed-{seed}"
+        started = time.perf_counter()
+        report = synthesize(
+            [],
+            folder,
+            data=data,
+            holdout=holdout,
+            seed=seed,
+            episodes=[e.model_copy(deep=True) for e in episodes],
+        )
+        seconds = time.perf_counter() - started
+        result = fidelity(folder, episodes=episodes, only=set(report.holdout))
+        rows.append(
+            {
+                "seed": seed,
+                "train": report.train,
+                "held_out": len(report.holdout),
+                **{k: result[k] for k in ("reads", "writes", "errors", "reward")},
+                "seconds": round(seconds, 2),
+            }
+        )
+    return rows

@@ -70,3 +70,25 @@ def test_a_tau2_airline_pack_answers_the_older_tau_bench_trajectories(tmp_path):
     # one reservation the tau2 traces show changed since the older trajectories: 376 of 377
     assert by_tool["get_reservation_details"]["reads"]["rate"] >= 0.99
     assert result["reads"]["rate"] >= 0.84 and result["writes"]["rate"] >= 0.62
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="the older trajectories call think 92 times, a tool the tau2 traces neither call nor "
+    "declare (reads over the tools the pack has are 730/774 = 0.94); and the older "
+    "update_reservation_flights left the cabin unchanged, a behaviour (not a schema) that "
+    "costs 48 of its 62 writes and the writes after them (see FIDELITY.md)",
+)
+def test_the_older_trajectories_reach_the_issue_targets(tmp_path):
+    from simforge.synth.build import synthesize
+    from simforge.synth.fidelity import fidelity
+
+    shared = shared_data_dir()
+    if not shared.is_dir():
+        pytest.skip(f"real-world traces not present at {shared}")
+    out = Path(tmp_path) / "pack"
+    traces = shared / "tau2-bench/results/gpt-4.1_airline_default_gpt-4.1_1trials.json"
+    synthesize([traces], out, data=[shared / "tau-bench/envs/airline/data"])
+    result = fidelity(out, [shared / "tau-bench/historical_trajectories/gpt-4o-airline.json"])
+    assert result["reads"]["rate"] >= 0.90 and result["writes"]["rate"] >= 0.70

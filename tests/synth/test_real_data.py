@@ -159,3 +159,90 @@ def test_airline_payment_is_learned_as_the_fare_difference_on_every_split(tmp_pa
     )
     payment = repr(_payment(tmp_path / "pack"))
     assert "'c': -" not in payment and "'new', 'flights'" in payment, payment
+
+
+# -- every split seed -------------------------------------------------------------------------
+
+SNAPSHOTS = {
+    "retail": "tau-bench/envs/retail/data",
+    "airline": "tau-bench/envs/airline/data",
+    "telecom": "tau2-bench/domains/telecom",
+    "telecom-no-user": "tau2-bench/domains/telecom",
+}
+TRACES = {
+    **RESULTS,
+    "telecom": "tau2-bench/results/gpt-4.1_telecom_default_gpt-4.1_1trials.json",
+    "telecom-no-user": "tau2-bench/results/gpt-4.1_telecom_no-user_gpt-4.1_1trials.json",
+}
+_SWEEPS: dict[str, list[dict]] = {}
+
+
+def _sweep(domain: str, tmp_path_factory) -> list[dict]:
+    """Five split seeds of one tau2 file, each measured on its held-out episodes (cached: the
+    tests below read the same sweep)."""
+    from simforge.synth.fidelity import sweep
+
+    shared = shared_data_dir()
+    if not shared.is_dir():
+        pytest.skip(f"real-world traces not present at {shared}")
+    if domain not in _SWEEPS:
+        out = tmp_path_factory.mktemp(f"sweep-{domain}")
+        _SWEEPS[domain] = sweep(
+            [shared / TRACES[domain]], out, data=[shared / SNAPSHOTS[domain]], seeds=range(5)
+        )
+    return _SWEEPS[domain]
+
+
+def _rate(bucket: dict) -> float:
+    return 1.0 if not bucket["calls"] else bucket["exact"] / bucket["calls"]
+
+
+def _meets(row: dict) -> bool:
+    reward = row["reward"]["rate"]
+    return (
+        _rate(row["reads"]) >= 0.98
+        and _rate(row["writes"]) >= 0.90
+        and _rate(row["errors"]) >= 0.80
+        and (reward is None or reward >= 0.90)
+    )
+
+
+@pytest.mark.slow
+def test_retail_meets_every_target_on_every_split_seed(tmp_path_factory):
+    rows = _sweep("retail", tmp_path_factory)
+    assert all(_meets(row) for row in rows), rows
+    assert all(row["reward"]["confusion"]["missed_success"] == 0 for row in rows)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("domain", ["airline", "telecom", "telecom-no-user"])
+def test_the_other_domains_hold_what_they_reached_on_every_seed(domain, tmp_path_factory):
+    """The figures of FIDELITY.md, as floors: what synthesis reaches on each seed, so that a
+    change that loses ground shows."""
+    floors = {
+        "airline": {"reads": 0.90, "writes": 0.40},
+        "telecom": {"reads": 0.80, "writes": 0.70},
+        "telecom-no-user": {"reads": 0.72, "writes": 0.75},
+    }[domain]
+    rows = _sweep(domain, tmp_path_factory)
+    for row in rows:
+        assert _rate(row["reads"]) >= floors["reads"], row
+        assert _rate(row["writes"]) >= floors["writes"], row
+        assert row["reward"]["confusion"]["false_success"] == 0, row
+    total = sum(r["reward"]["agree"] for r in rows), sum(r["reward"]["episodes"] for r in rows)
+    assert total[0] >= 0.5 * total[1], total
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="held-out episodes need what their training split never shows: tools never called "
+    "in training (update_reservation_passengers, send_certificate, search_onestop_flight), a "
+    "branch never taken (an unchanged flight kept at its old fare, a fee per extra bag), an "
+    "error never met (the payment check), a reservation changed since the snapshot; telecom "
+    "tasks are new combinations of a dozen device faults learned from 24 to 33 episodes "
+    "(see FIDELITY.md)",
+)
+@pytest.mark.parametrize("domain", ["airline", "telecom", "telecom-no-user"])
+def test_the_issue_targets_on_every_seed(domain, tmp_path_factory):
+    assert all(_meets(row) for row in _sweep(domain, tmp_path_factory))
