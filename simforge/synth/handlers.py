@@ -30,7 +30,7 @@ from simforge.synth.entities import Ref, resolve
 from simforge.synth.errors import ErrorObservation, holds, render
 from simforge.synth.expr import Unresolved
 from simforge.synth.replay import ReplayTable
-from simforge.synth.side import apply_side_effects
+from simforge.synth.side import RESULT, TOKEN, apply_side_effects
 from simforge.synth.textstate import STATE_ENTITY, STATE_ID, STATE_KEY, Model, op
 from simforge.synth.textstate import render as render_text
 from simforge.tools.errors import ToolError
@@ -156,9 +156,26 @@ def run(desc: Mapping[str, Any], store: Store, args: dict[str, Any], rt: Runtime
     if desc["kind"] == "state":
         return _state(desc, store, args, rt)
     result = _run(desc, store, args, rt)
+    _named_side_effects(desc, store, args, result, rt)
     if desc.get("records") and rt.state is not None:
         _record(store, rt.state, [*_history(store), op(desc.get("tool", ""), args)])
     return result
+
+
+def _named_side_effects(
+    desc: Mapping[str, Any], store: Store, args: dict[str, Any], result: Any, rt: Runtime
+) -> None:
+    """Side effects on the row a write's text answer names (``@result``: the bill a payment
+    says it paid)."""
+    rules = [r for r in desc.get("side") or () if r.get("arg") == RESULT]
+    if not rules or not isinstance(result, str):
+        return
+    for rule in rules:
+        for token in dict.fromkeys(TOKEN.findall(result)):
+            if store.get(rule["entity"], token) is not None:
+                env = {"args": {**args, RESULT: token}, "old": None, "db": store}
+                apply_side_effects({"side": [rule]}, env, store, rt.parent_of)
+                break
 
 
 def _history(store: Store) -> list[str]:

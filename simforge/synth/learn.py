@@ -24,7 +24,7 @@ from simforge.synth.handlers import DictStore, Runtime, arithmetic, run
 from simforge.synth.made import learn_creates, modelled_fields
 from simforge.synth.observe import CallObservation, ToolProfile
 from simforge.synth.preconditions import Distributions, learn_preconditions, merge
-from simforge.synth.side import learn_side_effects
+from simforge.synth.side import RESULT, learn_side_effects
 from simforge.tools.errors import ToolError
 
 Row = dict[str, Any]
@@ -154,6 +154,20 @@ class Learner:
         keep = best_score >= KEEP_LEARNED or best["kind"] in ("update", "create")
         if not keep:
             best = {"tool": name, "kind": "replay"}
+        named = {
+            record.get(self.pks.get(entity, ""), "") and entity
+            for c in good
+            for arg, _, record in c.side
+            if arg == RESULT
+            for entity in [self._entity_of(record)]
+            if entity
+        }
+        named.discard("")
+        if named:
+            # what the write did to the row its answer names (a bill it says it paid)
+            for entity in sorted(named):
+                found = learn_side_effects(good, {RESULT: {"entity": entity, "sub": None}})
+                best["side"] = [*(best.get("side") or []), *found]
         if best["kind"] in ("update", "create"):
             envs = [_would_write(best, c.env) for c in good[:CHECK_CAP]]
             inferred = learn_preconditions(best, good, envs, self.dists)
@@ -161,6 +175,10 @@ class Learner:
         best["train_accuracy"] = round(max(best_score, 0.0), 4)
         self.modelled[name] = modelled_fields(best, good)
         return best
+
+    def _entity_of(self, record: Row) -> str | None:
+        found = self.catalog.recognise(record)
+        return found[0].name if found is not None else None
 
     def _get(
         self,

@@ -24,6 +24,7 @@ from simforge.synth.expr import same
 from simforge.synth.handlers import DictStore
 from simforge.synth.joins import JoinIndex
 from simforge.synth.kinds import is_new, mentions, nested_records
+from simforge.synth.side import RESULT, TOKEN
 from simforge.trace.episode import Episode, ToolCall
 
 Row = dict[str, Any]
@@ -31,7 +32,7 @@ Row = dict[str, Any]
 _WRITE = re.compile(
     r"^(cancel|update|modify|create|book|delete|remove|send|return|exchange|transfer|add|set|"
     r"reset|toggle|enable|disable|pay|refund|submit|post|put|patch|insert|assign|close|"
-    r"change|apply|issue|escalate|upgrade|downgrade|register|approve|reject|charge|publish|"
+    r"change|apply|issue|escalate|make|upgrade|downgrade|register|approve|reject|charge|publish|"
     r"resolve|retire|place|adjust|mark|archive|restore|unlock|lock|grant|revoke|move|merge|"
     r"rename|schedule|complete|reopen|suspend|activate|deactivate|terminate|dismiss|accept|"
     r"decline|allocate|release|reserve|void|withdraw|invite|enroll|renew|reassign|unassign|open_)"
@@ -397,6 +398,8 @@ def walk(
                 state.written.add(target)
             if is_write and profile_ is not None:
                 _touch(touched, obs, profile_.best_refs(), parent_of, store, target)
+            if is_write and isinstance(call.result, str):
+                _touch_named(touched, obs, call.result, primary or {}, store)
         if sink is not None:
             sink.setdefault(call.tool, []).append(obs)
         mentioned.update(mentions(call))
@@ -468,6 +471,33 @@ def _touch(
         found = store.get(*key)
         if found is not None:
             touched[key] = (obs, name, found)
+
+
+def named_in(text: str, primary: dict[str, str], entity: str | None = None) -> list[str]:
+    """Ids of rows a text names (``Payment ... made for bill B1234321``)."""
+    return [
+        t
+        for t in dict.fromkeys(TOKEN.findall(text))
+        if t in primary and (entity is None or primary[t] == entity)
+    ]
+
+
+def _touch_named(
+    touched: dict[tuple[str, str], tuple[CallObservation, str, Row]],
+    obs: CallObservation,
+    text: str,
+    primary: dict[str, str],
+    store: DictStore,
+) -> None:
+    """A write whose text answer names a row (a payment for a bill it names): the next read of
+    that row shows what the write did to it, as for a row an id argument names."""
+    for id in named_in(text, primary):
+        key = (primary[id], id)
+        if key in touched or id in {v for v in obs.args.values() if isinstance(v, str)}:
+            continue
+        found = store.get(*key)
+        if found is not None:
+            touched[key] = (obs, RESULT, found)
 
 
 def _changed(before: Row, shown: Row) -> bool:
