@@ -501,9 +501,9 @@ def _seed_corrections(
     sets its own way is left alone)."""
     seen: dict[tuple[str, str], list[Row]] = {}
     for _, state in states:
-        for entity, rows in state.initial.items():
-            for id, row in rows.items():
-                seen.setdefault((entity, id), []).append(row)
+        # every episode that saw the row, the ones that saw it as the snapshot has it too
+        for key, row in state.first_seen.items():
+            seen.setdefault(key, []).append(row)
     out = []
     for (entity, id), found in seen.items():
         snapshot = base.get(entity, {}).get(id)
@@ -513,8 +513,9 @@ def _seed_corrections(
         fields = {
             k: first.get(k)
             for k in first
-            if not same(first.get(k), snapshot.get(k))
-            and all(same(r.get(k), first.get(k)) for r in found[1:])
+            if k in snapshot
+            and not same(first.get(k), snapshot.get(k))
+            and all(k in r and same(r.get(k), first.get(k)) for r in found[1:])
         }
         if fields:
             out.append((entity, id, {**snapshot, **fields}))
