@@ -1,8 +1,8 @@
 """Fidelity: replay every recorded call of some episodes against a pack and count how many
 answers simforge reproduces.
 
-Each episode runs in a fresh world from its initial state (its task's, when the pack was learned
-from it; the pack's seed otherwise, as for held-out episodes), calls in recorded order, each
+Each episode runs in a fresh world from its initial state (its task's; for an episode the pack
+has no task of, the seed with the setup its trace declares), calls in recorded order, each
 straight through the tool (no latency, no faults: fidelity is about the answers). A recorded
 error counts under ``errors`` and matches when simforge refuses with the same text; other calls
 count under the tool's kind and match when the result is JSON-equal after parsing (numbers equal
@@ -101,6 +101,7 @@ def fidelity(
         episodes = list(iter_episodes([Path(p) for p in traces]))
     chosen = [e for e in episodes if e.tool_calls and (only is None or e.id in only)]
     shapes = _drift(folder, chosen) if drift else Drift()
+    declared = _declared_start(folder, pack)
     totals = {"reads": _bucket(), "writes": _bucket(), "errors": _bucket()}
     by_tool: dict[str, dict[str, Any]] = {}
     measured = 0
@@ -109,7 +110,8 @@ def fidelity(
             continue
         measured += 1
         task = tasks.get(episode.id)
-        world = World(pack.schemas, _initial(pack, task.initial_state if task else None))
+        start = task.initial_state if task else declared(episode)
+        world = World(pack.schemas, _initial(pack, start))
         rng = random.Random(0)
         for n, call in enumerate(episode.tool_calls):
             tool = pack.catalog.get(call.tool)
@@ -144,6 +146,38 @@ def fidelity(
     if shapes:
         out["drift"] = shapes.to_json()
     return out
+
+
+def _declared_start(folder: Path, pack: Pack) -> Any:
+    """For an episode the pack has no task of (another agent's, another file's): where it
+    starts is the seed with the setup its trace declares, as for a held-out task."""
+    from simforge.synth.entities import parents_from_rows
+    from simforge.synth.handlers import Runtime
+    from simforge.synth.pack_files import STATE, TOOLS, read_json, read_manifest
+    from simforge.synth.replay import ReplayTable
+    from simforge.synth.setup import initial_state
+    from simforge.synth.textstate import STATE_ENTITY, STATE_ID, Model, setup_ops
+
+    manifest = read_manifest(folder)
+    entities = manifest.get("entities") or {}
+    pks = {name: info["pk"] for name, info in entities.items()}
+    base = {entity: dict(rows) for entity, rows in pack.base().items()}
+    handlers = {e["spec"]["name"]: e["handler"] for e in read_json(folder / TOOLS)}
+    replays = {
+        t: ReplayTable(v) for t, v in read_json(folder / manifest["files"]["replay"]).items()
+    }
+    subs = {name: info.get("subs") or {} for name, info in entities.items()}
+    rt = Runtime(parents_from_rows({k: v.values() for k, v in base.items()}, subs, pks), replays)
+    model = Model.from_json(read_json(folder / STATE)) if manifest["files"].get("state") else None
+    setup = manifest.get("setup") or {}
+
+    def start(episode: Episode) -> dict[str, dict[str, Row]]:
+        rows = initial_state(episode, setup, handlers, base, pks, rt)
+        if model is not None:
+            rows[STATE_ENTITY] = {STATE_ID: model.row(setup_ops(episode))}
+        return rows
+
+    return start
 
 
 def _drift(folder: Path, episodes: list[Episode]) -> Drift:
