@@ -10,7 +10,8 @@ cascade. What training always shows is the successes, and what they all share is
 - a field of the records an id argument names, in every success (a new item's
   ``available``: ``{"any_not_in": [["ref", "new_item_ids"], "available", [true]]}``);
 - an amount the call gives that equals one the write computes in every success (the payments
-  add up to the fares times the passengers: ``{"ne": [given, computed]}``).
+  add up to the fares times the passengers: ``{"ne": [given, computed]}``);
+- a balance at least the amount charged (``{"lt": [ref.payment_id.amount, charged]}``).
 
 A condition is kept only when chance would rarely produce it: ``share ** n < ALPHA / tested``,
 where ``share`` is the fraction of the entity's rows (or records) with the allowed values, ``n``
@@ -156,6 +157,7 @@ def learn_preconditions(
     bound = ALPHA / max(1, len(tests))
     rules = [_rule(when) for when, chance in tests if chance < bound]
     rules.extend(_amounts(desc, envs))
+    rules.extend(_balances(desc, envs))
     return rules
 
 
@@ -236,6 +238,56 @@ def _amounts(desc: Mapping[str, Any], envs: Sequence[dict[str, Any]]) -> list[di
     return out
 
 
+def _balances(desc: Mapping[str, Any], envs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A balance at least the amount charged: a number of the record an id argument names (a
+    gift card's ``amount``) that was never below what the write appended (the payment it
+    made) in every success where the record has one, two successes at least. A record without
+    the number (a credit card) is not held to it; a refund (a negative amount) never is."""
+    charged: list[tuple[str, str]] = []
+    for name, expr in (desc.get("effects") or {}).items():
+        if "append" in expr or "appendmap" in expr:
+            for env in envs:
+                items = (env.get("new") or {}).get(name)
+                if isinstance(items, list) and items and isinstance(items[-1], dict):
+                    for key, value in items[-1].items():
+                        if isinstance(value, int | float) and not isinstance(value, bool):
+                            charged.append((name, key))
+                    break
+    out: list[dict[str, Any]] = []
+    for arg in desc.get("refs") or {}:
+        for name, key in dict.fromkeys(charged):
+            paid: dict[str, Any] = {"p": ["new", name, -1, key]}
+            for field_ in _numbers(envs, arg):
+                have: dict[str, Any] = {"p": ["ref", arg, field_]}
+                pairs = [
+                    (a, b)
+                    for env in envs
+                    if (a := _value(have, env)) is not None and (b := _value(paid, env)) is not None
+                ]
+                if (
+                    len(pairs) >= 2
+                    and all(a >= b for a, b in pairs)
+                    and any(b > 0 for _, b in pairs)
+                ):
+                    out.append({**_rule({"lt": [have, paid]}, 422), "format": [paid, have]})
+    return out
+
+
+def _numbers(envs: Sequence[dict[str, Any]], arg: str) -> list[str]:
+    names: list[str] = []
+    for env in envs:
+        record = (env.get("ref") or {}).get(arg)
+        if isinstance(record, dict):
+            for key, value in record.items():
+                if (
+                    isinstance(value, int | float)
+                    and not isinstance(value, bool)
+                    and key not in names
+                ):
+                    names.append(key)
+    return names
+
+
 def _value(expr: dict[str, Any], env: dict[str, Any]) -> float | None:
     try:
         value = evaluate(expr, env)
@@ -265,7 +317,7 @@ def _subject(when: dict[str, Any]) -> str:
     if op == "any_not_in":
         return repr([*arg[0], arg[1]])
     if op in ("ne", "lt", "gt"):
-        return "amount:" + repr(arg[0])
+        return f"{op}:" + repr(arg[0])
     return op + repr(arg)
 
 
@@ -397,6 +449,8 @@ def _plain(desc: Mapping[str, Any], rule: Mapping[str, Any]) -> tuple[str, list[
         _, name, allowed = arg
         shown = " or ".join(str(v) for v in allowed)
         return f"Error: every {arg[0][-1]} must have {name} {shown}", None
+    if op == "lt":
+        return "Error: the amount {0} is more than the balance {1}", list(rule["format"])
     return "Error: the amounts do not add up, {0} given, {1} expected", list(rule["format"])
 
 

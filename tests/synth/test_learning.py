@@ -256,3 +256,41 @@ def test_a_precondition_every_success_shares_refuses_with_a_sibling_tools_words(
         raise AssertionError("a delivered order was cancelled")
     done = pack.catalog["cancel_order"].invoke(ctx, {"order_id": "#W19", "reason": "x"})
     assert done["status"] == "cancelled"
+
+
+def test_a_balance_at_least_the_amount_charged_is_a_precondition():
+    """Every successful charge to a card with a balance was at most its balance: a charge
+    above it is refused; a card without a balance, and a refund, are not held to it."""
+    from simforge.synth.errors import ErrorObservation, holds
+    from simforge.synth.preconditions import Distributions, learn_preconditions
+
+    desc = {
+        "kind": "update",
+        "entity": "Booking",
+        "key": "booking_id",
+        "refs": {"payment_id": {"entity": "User", "sub": "cards"}},
+        "effects": {"payments": {"append": [{"p": ["old", "payments"]}, []]}},
+    }
+    envs = []
+    for n, (balance, charge) in enumerate([(100, 40), (55, 55), (None, 900), (20, -300)]):
+        card = {"id": f"card_{n}", "source": "gift" if balance is not None else "credit"}
+        if balance is not None:
+            card["amount"] = balance
+        old = {"booking_id": f"b{n}", "payments": []}
+        new = {**old, "payments": [{"payment_id": card["id"], "amount": charge}]}
+        envs.append(
+            {"args": {"booking_id": f"b{n}"}, "old": old, "new": new, "ref": {"payment_id": card}}
+        )
+    rules = learn_preconditions(desc, envs, envs, Distributions({}))
+    (rule,) = [r for r in rules if "lt" in r["when"]]
+    assert rule["when"] == {
+        "lt": [{"p": ["ref", "payment_id", "amount"]}, {"p": ["new", "payments", -1, "amount"]}]
+    }
+
+    def refused(balance, charge):
+        card = {"id": "c", "amount": balance} if balance is not None else {"id": "c"}
+        env = {"ref": {"payment_id": card}, "new": {"payments": [{"amount": charge}]}}
+        return holds(rule["when"], ErrorObservation(env, None))
+
+    assert refused(30, 31) and not refused(31, 31) and not refused(None, 5000)
+    assert not refused(10, -50)
