@@ -11,7 +11,9 @@ cascade. What training always shows is the successes, and what they all share is
   ``available``: ``{"any_not_in": [["ref", "new_item_ids"], "available", [true]]}``);
 - an amount the call gives that equals one the write computes in every success (the payments
   add up to the fares times the passengers: ``{"ne": [given, computed]}``);
-- a balance at least the amount charged (``{"lt": [ref.payment_id.amount, charged]}``).
+- a balance at least the amount charged (``{"lt": [ref.payment_id.amount, charged]}``);
+- the record an id argument names exists and belongs to the row's owner (a payment method of
+  the user whose order it is).
 
 A condition is kept only when chance would rarely produce it: ``share ** n < ALPHA / tested``,
 where ``share`` is the fraction of the entity's rows (or records) with the allowed values, ``n``
@@ -158,6 +160,7 @@ def learn_preconditions(
     rules = [_rule(when) for when, chance in tests if chance < bound]
     rules.extend(_amounts(desc, envs))
     rules.extend(_balances(desc, envs))
+    rules.extend(_on_record(desc, envs))
     return rules
 
 
@@ -270,6 +273,37 @@ def _balances(desc: Mapping[str, Any], envs: Sequence[dict[str, Any]]) -> list[d
                     and any(b > 0 for _, b in pairs)
                 ):
                     out.append({**_rule({"lt": [have, paid]}, 422), "format": [paid, have]})
+    return out
+
+
+def _on_record(desc: Mapping[str, Any], envs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The record an id argument names exists and belongs to the row's owner: every success
+    named one (``{"missing_ref": arg}``), and an id field it shares with the row held the
+    same id in every success (a payment method of the user whose order it is:
+    ``{"ne": [ref.payment_method_id.user_id, old.user_id]}``)."""
+    if desc.get("kind") != "update" or len(envs) < MIN_CALLS:
+        return []
+    out: list[dict[str, Any]] = []
+    for arg in desc.get("refs") or {}:
+        if arg == desc.get("key"):
+            continue
+        records = [(env.get("ref") or {}).get(arg) for env in envs]
+        if not all(isinstance(r, dict) for r in records):
+            continue
+        out.append(_rule({"missing_ref": arg}, 404))
+        first = records[0]
+        old = envs[0].get("old") or {}
+        for name, value in first.items() if isinstance(first, dict) else ():
+            if not (is_key_name(name) and isinstance(value, str) and name in old):
+                continue
+            if name == desc.get("key") or not all(
+                isinstance(r, dict) and r.get(name) == (env.get("old") or {}).get(name)
+                for r, env in zip(records, envs, strict=True)
+            ):
+                continue
+            if len({(env.get("old") or {}).get(name) for env in envs}) < 2:
+                continue  # one owner in every call: nothing says it must be the row's
+            out.append(_rule({"ne": [{"p": ["ref", arg, name]}, {"p": ["old", name]}]}))
     return out
 
 
@@ -451,6 +485,10 @@ def _plain(desc: Mapping[str, Any], rule: Mapping[str, Any]) -> tuple[str, list[
         return f"Error: every {arg[0][-1]} must have {name} {shown}", None
     if op == "lt":
         return "Error: the amount {0} is more than the balance {1}", list(rule["format"])
+    if op == "missing_ref":
+        return f"Error: {arg} not found", None
+    if op == "ne" and "format" not in rule:
+        return f"Error: {arg[0]['p'][1]} does not belong to this {entity.lower()}", None
     return "Error: the amounts do not add up, {0} given, {1} expected", list(rule["format"])
 
 

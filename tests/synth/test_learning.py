@@ -294,3 +294,30 @@ def test_a_balance_at_least_the_amount_charged_is_a_precondition():
 
     assert refused(30, 31) and not refused(31, 31) and not refused(None, 5000)
     assert not refused(10, -50)
+
+
+def test_the_payment_method_on_record_is_a_precondition():
+    """Every success paid with a method the order's own user holds: a method of nobody, or of
+    someone else, is refused."""
+    from simforge.synth.preconditions import Distributions, learn_preconditions
+
+    desc = {
+        "kind": "update",
+        "entity": "Order",
+        "key": "order_id",
+        "refs": {"payment_method_id": {"entity": "User", "sub": "payment_methods"}},
+        "effects": {},
+    }
+    envs = [
+        {
+            "args": {"order_id": f"o{n}", "payment_method_id": f"card_{n}"},
+            "old": {"order_id": f"o{n}", "user_id": f"u{n}"},
+            "ref": {"payment_method_id": {"id": f"card_{n}", "user_id": f"u{n}"}},
+        }
+        for n in range(4)
+    ]
+    whens = [r["when"] for r in learn_preconditions(desc, envs, envs, Distributions({}))]
+    assert {"missing_ref": "payment_method_id"} in whens
+    assert {
+        "ne": [{"p": ["ref", "payment_method_id", "user_id"]}, {"p": ["old", "user_id"]}]
+    } in whens
