@@ -129,14 +129,22 @@ def episodes(
 
 
 REAL = {
-    "retail": ("tau2-bench/results/gpt-4.1_retail_defautl_gpt-4.1_1trials.json",
-               "tau-bench/envs/retail/data"),
-    "airline": ("tau2-bench/results/gpt-4.1_airline_default_gpt-4.1_1trials.json",
-                "tau-bench/envs/airline/data"),
-    "telecom": ("tau2-bench/results/gpt-4.1_telecom_default_gpt-4.1_1trials.json",
-                "tau2-bench/domains/telecom"),
-    "telecom no-user": ("tau2-bench/results/gpt-4.1_telecom_no-user_gpt-4.1_1trials.json",
-                        "tau2-bench/domains/telecom"),
+    "retail": (
+        "tau2-bench/results/gpt-4.1_retail_defautl_gpt-4.1_1trials.json",
+        "tau-bench/envs/retail/data",
+    ),
+    "airline": (
+        "tau2-bench/results/gpt-4.1_airline_default_gpt-4.1_1trials.json",
+        "tau-bench/envs/airline/data",
+    ),
+    "telecom": (
+        "tau2-bench/results/gpt-4.1_telecom_default_gpt-4.1_1trials.json",
+        "tau2-bench/domains/telecom",
+    ),
+    "telecom no-user": (
+        "tau2-bench/results/gpt-4.1_telecom_no-user_gpt-4.1_1trials.json",
+        "tau2-bench/domains/telecom",
+    ),
 }
 OLDER = "tau-bench/historical_trajectories/gpt-4o-airline.json"
 
@@ -162,17 +170,23 @@ def real(shared: Path, seeds: int) -> None:
     then the older tau-bench airline trajectories against a pack of the tau2 ones."""
     from simforge.synth.fidelity import fidelity, sweep
 
-    print("| domain | seed | learned / held out | reads | writes | errors | reward "
-          "(hit/missed/false/correct-fail/unscored) | synth s |")
+    print(
+        "| domain | seed | learned / held out | reads | writes | errors | reward "
+        "(hit/missed/false/correct-fail/unscored) | synth s |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for domain, (traces, data) in REAL.items():
-            rows = sweep([shared / traces], Path(tmp) / domain, data=[shared / data],
-                         seeds=range(seeds))
+            rows = sweep(
+                [shared / traces], Path(tmp) / domain, data=[shared / data], seeds=range(seeds)
+            )
             for row in rows:
-                print(f"| {domain} | {row['seed']} | {row['train']} / {row['held_out']} | "
-                      f"{_cell(row['reads'])} | {_cell(row['writes'])} | {_cell(row['errors'])} "
-                      f"| {_reward(row['reward'])} | {row['seconds']} |", flush=True)
+                print(
+                    f"| {domain} | {row['seed']} | {row['train']} / {row['held_out']} | "
+                    f"{_cell(row['reads'])} | {_cell(row['writes'])} | {_cell(row['errors'])} "
+                    f"| {_reward(row['reward'])} | {row['seconds']} |",
+                    flush=True,
+                )
         print()
         print("| domain | all episodes learned: reads | writes | errors | reward | synth s |")
         print("|---|---|---|---|---|---|")
@@ -182,16 +196,20 @@ def real(shared: Path, seeds: int) -> None:
             synthesize([shared / traces], out, data=[shared / data])
             seconds = round(time.perf_counter() - started, 2)
             result = fidelity(out, [shared / traces])
-            print(f"| {domain} | {_cell(result['reads'])} | {_cell(result['writes'])} | "
-                  f"{_cell(result['errors'])} | {_reward(result['reward'])} | {seconds} |",
-                  flush=True)
+            print(
+                f"| {domain} | {_cell(result['reads'])} | {_cell(result['writes'])} | "
+                f"{_cell(result['errors'])} | {_reward(result['reward'])} | {seconds} |",
+                flush=True,
+            )
         out = Path(tmp) / "airline-all"
         for drift in (False, True):
             result = fidelity(out, [shared / OLDER], drift=drift)
-            print(f"\ntau-bench gpt-4o airline against the tau2 airline pack "
-                  f"({'with' if drift else 'without'} schema drift): reads "
-                  f"{_cell(result['reads'])}, writes {_cell(result['writes'])}, errors "
-                  f"{_cell(result['errors'])}")
+            print(
+                f"\ntau-bench gpt-4o airline against the tau2 airline pack "
+                f"({'with' if drift else 'without'} schema drift): reads "
+                f"{_cell(result['reads'])}, writes {_cell(result['writes'])}, errors "
+                f"{_cell(result['errors'])}"
+            )
             if drift:
                 print(f"drift learned: {json.dumps(result.get('drift'))}")
 

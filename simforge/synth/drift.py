@@ -77,8 +77,7 @@ class Shape:
 def _keyed(value: dict[str, Any]) -> bool:
     """A collection keyed by id (a user's payment methods), not a record."""
     return bool(value) and (
-        (len(value) > KEYED
-        and all(isinstance(v, dict) for v in value.values()))
+        (len(value) > KEYED and all(isinstance(v, dict) for v in value.values()))
         or all(is_id_like(k) and isinstance(v, dict) for k, v in value.items())
     )
 
@@ -196,17 +195,11 @@ def _compare(a: Shape, b: Shape, path: Path) -> dict[str, Any]:
         ]
         if len(matches) == 1:
             renames[key] = matches[0]
-    absent = [
-        k
-        for k in only_a
-        if k not in renames and a.present[(path, k)] == a.parents[path]
-    ]
+    absent = [k for k in only_a if k not in renames and a.present[(path, k)] == a.parents[path]]
     if_null = [
         k
         for k in sorted(ka & kb)
-        if a.nulls[(path, k)]
-        and not b.nulls[(path, k)]
-        and b.present[(path, k)] < b.parents[path]
+        if a.nulls[(path, k)] and not b.nulls[(path, k)] and b.present[(path, k)] < b.parents[path]
     ]
     rule: dict[str, Any] = {}
     if renames:

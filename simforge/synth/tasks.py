@@ -108,8 +108,12 @@ def user_spec(episode: Episode) -> dict[str, Any]:
         return out
     if not isinstance(brief, dict):
         return out
-    for source, target in (("reason_for_call", "wants"), ("known_info", "knows"),
-                           ("unknown_info", "unknown"), ("task_instructions", "instructions")):
+    for source, target in (
+        ("reason_for_call", "wants"),
+        ("known_info", "knows"),
+        ("unknown_info", "unknown"),
+        ("task_instructions", "instructions"),
+    ):
         value = brief.get(source)
         if isinstance(value, str) and value.strip() not in ("", "."):
             out[target] = value.strip()

@@ -285,9 +285,7 @@ def discover(observations: Sequence[Observed]) -> Fields:
     groups: list[list[str]] = []
     for seg in order:
         for group in groups:
-            if tools_of[group[0]] == tools_of[seg] and not any(
-                s in together[seg] for s in group
-            ):
+            if tools_of[group[0]] == tools_of[seg] and not any(s in together[seg] for s in group):
                 group.append(seg)
                 break
         else:
@@ -497,9 +495,7 @@ def state_changing(episodes: Sequence[Any], named_write: Any) -> set[str]:
     return out
 
 
-def learn(
-    episodes: Sequence[Any], candidates: set[str], named_write: Any
-) -> TextState | None:
+def learn(episodes: Sequence[Any], candidates: set[str], named_write: Any) -> TextState | None:
     """Handlers for the ``candidates`` (tools answering text that no entity explains)."""
     if not candidates:
         return None
