@@ -14,6 +14,8 @@ spans are grouped by ``traceId`` into episodes. What is read:
   ``text``, ``tool_call``, ``tool_call_response`` with ``response`` or ``result``), the legacy
   span events ``gen_ai.{system,user,assistant,tool}.message`` and ``gen_ai.choice``, and
   OpenInference ``llm.input_messages.N.message.*`` / ``llm.output_messages.N.message.*``.
+* the declared tools: ``gen_ai.tool.definitions`` on an inference span, as
+  ``metadata["tool_definitions"]``;
 * the outcome: a ``gen_ai.evaluation.result`` span event (``gen_ai.evaluation.score.value`` as
   the reward, ``gen_ai.evaluation.score.label`` ``pass``/``fail`` as success), else an error
   status on the root span as a failed run.
@@ -37,6 +39,7 @@ from simforge.trace.formats._grouped import (
     build_conversation,
     longest_history,
 )
+from simforge.trace.formats.openai import tool_definitions
 from simforge.trace.formats.otlp_values import (
     legacy_event_message,
     openinference_messages,
@@ -220,6 +223,11 @@ class OTLPFormat(GroupingAdapter):
             value = next((s["attrs"][attr] for s in spans if attr in s["attrs"]), None)
             if value is not None:
                 metadata[attr] = value
+        declared = next((found for s in spans if "gen_ai.tool.definitions" in s["attrs"]
+                         if (found := tool_definitions(s["attrs"]["gen_ai.tool.definitions"]))),
+                        None)
+        if declared:
+            metadata["tool_definitions"] = declared
         data = {
             "id": key,
             "source": {"format": self.name, "path": location.path,

@@ -5,8 +5,10 @@ episode carries its task's instruction, then streams ``simulations`` one by one.
 records and simforge keeps: wall-clock timestamps of every message (ISO strings, naive, taken as
 UTC), the requestor of every call (the simulated user calls tools in telecom), the ``error``
 flag of tool messages, parallel calls (several calls in one message share ``message_index``),
-``reward_info`` (the outcome), ``termination_reason`` (metadata and a label) and the agent
-policy of the domain (``info.environment_info.policy``, as ``metadata["policy"]``). Of ``raw_data``,
+``reward_info`` (the outcome), ``termination_reason`` (metadata and a label), the agent
+policy of the domain (``info.environment_info.policy``, as ``metadata["policy"]``) and the
+domain's declared tools (``info.environment_info.tool_defs``, when the file has them, as
+``metadata["tool_definitions"]``). Of ``raw_data``,
 the provider's verbatim response, only ``finish_reason`` is kept: the rest repeats the message.
 """
 
@@ -28,6 +30,7 @@ from simforge.trace.formats._common import (
     validate_episode,
 )
 from simforge.trace.formats._conversation import REQUESTORS, Conversation, role_of
+from simforge.trace.formats.openai import tool_definitions
 from simforge.trace.reader import Document, Record
 from simforge.trace.registry import FormatAdapter, register_format
 
@@ -58,6 +61,7 @@ class Tau2Format(FormatAdapter):
         self.tasks: dict[str, Json] = {}
         self.domain: str | None = None
         self.policy: str | None = None
+        self.tools: list[Json] | None = None
 
     def sniff(self, sample: Sample) -> float:
         value = sample.value
@@ -85,6 +89,7 @@ class Tau2Format(FormatAdapter):
             self.domain = env.get("domain_name")
             policy = env.get("policy")
             self.policy = policy if isinstance(policy, str) and policy.strip() else None
+            self.tools = tool_definitions(env.get("tool_defs"))
         return doc.items("simulations.item")
 
     def parse(self, record: Any, location: Location) -> Iterable[Episode]:
@@ -110,6 +115,8 @@ class Tau2Format(FormatAdapter):
             metadata["domain"] = self.domain
         if self.policy is not None:
             metadata["policy"] = self.policy  # one string shared by every episode of the file
+        if self.tools is not None:
+            metadata["tool_definitions"] = self.tools
         labels = dict(reward_info)
         labels.pop("reward", None)
         if termination is not None:
