@@ -20,12 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simforge.trace.detect import sample_of
 from simforge.trace.episode import Episode
 from simforge.trace.errors import Location, StrictModeAbort, TraceFormatError
 from simforge.trace.quarantine import Quarantine
 from simforge.trace.reader import Document, Record
-from simforge.trace.registry import Deferred, detect_format, formats, get_format
+from simforge.trace.registry import Deferred, detect_document_format, formats, get_format
 from simforge.trace.stats import ToolStats
 
 PathLike = str | os.PathLike[str]
@@ -179,7 +178,7 @@ class _Run:
             reason = doc.load_error or "not JSON or JSON Lines"
             self.reject(Location(path), reason, "", None)
             return
-        name = self.fmt or detect_format(sample_of(doc))
+        name = self.fmt or detect_document_format(doc)
         if name is None:
             result.records_read += 1
             report.records += 1

@@ -11,9 +11,13 @@ behaviours.) JSON Lines are always read line by line. Gzip is recognised by its 
 not by the file name.
 
 The layout comes from the content (see ``detect.sniff_layout``); only a ``.jsonl``/``.ndjson``
-name overrides it, for files whose content cannot tell. A document that does not parse is
-re-read with ijson, so that the records before the syntax error are still kept and the error
-is reported at its byte offset.
+name overrides it, for files whose content cannot tell. A UTF-8 byte order mark is skipped
+(offsets still count it). A document up to the limit that orjson refuses is split into its
+records at the byte level (``simforge.trace.scan``): each record is parsed on its own, a broken
+one is rejected with its true byte offset, and reading resumes at the next record; ``NaN`` and
+``Infinity`` are read as ``null`` and counted (``Document.replaced``). Nothing nested deeper than
+``simforge.jsonio.MAX_DEPTH`` is built: orjson stops at 1,024 levels, the splitter steps over a
+deeper record without parsing it, and sniffing counts depth on ijson's prefix-free events.
 """
 
 from __future__ import annotations
@@ -28,9 +32,18 @@ from typing import IO, Any, Final
 import ijson
 import orjson
 
-from simforge.jsonio import dumps
+from simforge.jsonio import MAX_DEPTH, dumps, exceeds_depth
 from simforge.trace.detect import Layout, skeleton, sniff_layout
 from simforge.trace.errors import Location, TraceFormatError
+from simforge.trace.scan import (
+    BOM,
+    deep_reason,
+    document_start,
+    find_member,
+    parse_json,
+    split_array,
+    value_end,
+)
 
 WHOLE_DOCUMENT_LIMIT = 16 * 1024 * 1024
 """JSON documents up to this many (uncompressed) bytes are parsed whole with orjson."""
@@ -60,7 +73,7 @@ class Record:
     even delimit carries ``error``; touching its value raises :class:`TraceFormatError`.
     """
 
-    __slots__ = ("_value", "error", "location", "raw")
+    __slots__ = ("_value", "error", "location", "owner", "raw")
 
     def __init__(
         self,
@@ -68,11 +81,13 @@ class Record:
         raw: bytes | None = None,
         value: Any = _UNSET,
         error: str | None = None,
+        owner: Document | None = None,
     ) -> None:
         self.location = location
         self.raw = raw
         self._value = value
         self.error = error
+        self.owner = owner
 
     @property
     def value(self) -> Any:
@@ -81,8 +96,13 @@ class Record:
         if self._value is _UNSET:
             try:
                 self._value = orjson.loads(self.raw or b"")
-            except orjson.JSONDecodeError as exc:
-                raise TraceFormatError(self.location, f"invalid JSON: {exc}") from None
+            except orjson.JSONDecodeError:
+                value, error, replaced = parse_json(self.raw or b"")
+                if error is not None:
+                    raise TraceFormatError(self.location, error) from None
+                if replaced and self.owner is not None:
+                    self.owner.replaced += replaced
+                self._value = value
         return self._value
 
     def text(self) -> str:
@@ -91,6 +111,8 @@ class Record:
             return self.raw.decode("utf-8", errors="replace").rstrip("\r\n")
         if self._value is _UNSET:
             return ""
+        if exceeds_depth(self._value, MAX_DEPTH):
+            return f"({deep_reason()}: not written)"
         return dumps(self._value, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
@@ -109,7 +131,13 @@ class Document:
             self.compressed = head.read(2) == b"\x1f\x8b"
         self._raw: IO[bytes] | None = None
         self._loaded: Any = _UNSET
+        self._data: bytes | None = None
+        """The bytes of a document that orjson refused, kept for the splitter."""
         self.load_error: str | None = None
+        self.bom = 0
+        """Bytes of a UTF-8 byte order mark at the start (skipped; offsets count them)."""
+        self.replaced = 0
+        """``NaN`` / ``Infinity`` values read as ``null`` so far."""
         try:
             with self.open() as stream:
                 self.layout: Layout = sniff_layout(stream)
@@ -120,12 +148,20 @@ class Document:
             self.load_error = f"unreadable: {exc}"
 
     def open(self) -> IO[bytes]:
-        """A fresh binary stream of the (decompressed) content."""
+        """A fresh binary stream of the (decompressed) content, past a byte order mark."""
         raw = open(self.path, "rb", READ_BUFFER)  # noqa: SIM115 - closed through the stream
         self._raw = raw
+        stream: IO[bytes] = raw
         if self.compressed:
-            return io.BufferedReader(gzip.GzipFile(fileobj=raw, mode="rb"), 1 << 16)
-        return raw
+            stream = io.BufferedReader(gzip.GzipFile(fileobj=raw, mode="rb"), 1 << 16)
+        try:
+            if stream.peek(3)[:3] == BOM:  # type: ignore[attr-defined]
+                stream.read(3)
+                self.bom = 3
+        except BaseException:
+            stream.close()
+            raise
+        return stream
 
     def bytes_read(self) -> int:
         """How far into the file on disk the current pass has read (for progress bars)."""
@@ -139,20 +175,19 @@ class Document:
 
     def lines(self) -> Iterator[Record]:
         """Records of a JSON Lines file, one per non-blank line, with line number and offset."""
-        offset = 0
         number = 0
         path = self.path
+        offset = 0
         try:
             with self.open() as stream:
+                offset = self.bom
                 for line in stream:
                     number += 1
                     start = offset
                     offset += len(line)
-                    if number == 1 and line.startswith(b"\xef\xbb\xbf"):
-                        line = line[3:]
                     if not line or line.isspace():  # what strip() would empty, uncopied
                         continue
-                    yield Record(Location(path, line=number, offset=start), raw=line)
+                    yield Record(Location(path, line=number, offset=start), raw=line, owner=self)
         except _READ_ERRORS as exc:
             yield Record(
                 Location(path, line=number + 1, offset=offset),
@@ -179,14 +214,18 @@ class Document:
                 self._loaded = _BROKEN
                 self.load_error = f"unreadable: {exc}"
                 return None
+            if self.bom:
+                data = BOM + data  # offsets count the mark; parsing skips it
             if len(data) > self.whole_limit:
                 self._loaded = _TOO_BIG
             else:
                 try:
-                    self._loaded = orjson.loads(data)
+                    self._loaded = orjson.loads(memoryview(data)[self.bom:] if self.bom else data)
                 except orjson.JSONDecodeError as exc:
                     self._loaded = _BROKEN
-                    self.load_error = f"invalid JSON: {exc}"
+                    self._data = data
+                    reason = deep_reason() if "depth limit" in str(exc) else f"invalid JSON: {exc}"
+                    self.load_error = reason
         if self._loaded is _TOO_BIG or self._loaded is _BROKEN:
             return None
         return self._loaded
@@ -207,6 +246,9 @@ class Document:
         """Drop the parsed document once its records are consumed."""
         if self._loaded is not _TOO_BIG and self._loaded is not _BROKEN:
             self._loaded = _UNSET
+        self._data = None
+        if self._loaded is _BROKEN:
+            self._loaded = _UNSET
 
     def items(self, prefix: str) -> Iterator[Record]:
         """Records at an ijson ``prefix``: ``item`` for a top-level array, ``spans.item`` for the
@@ -215,7 +257,68 @@ class Document:
         if doc is not None:
             yield from self._items_of_value(doc, prefix)
             return
+        if self._data is not None:
+            yield from self._items_scanned(self._data, prefix)
+            return
         yield from self._items_streamed(prefix)
+
+    def _items_scanned(self, data: bytes, prefix: str) -> Iterator[Record]:
+        """Records of a document orjson refused, split at the byte level (see ``scan``)."""
+        path = self.path
+        start = document_start(data)
+        if start >= len(data):
+            return
+        if prefix == "":
+            value, error, replaced = parse_json(memoryview(data)[start:])
+            if error is not None:
+                yield Record(Location(path, offset=start), raw=data[start:], error=error)
+            else:
+                self.replaced += replaced
+                yield Record(Location(path, offset=start), value=value)
+            return
+        name = prefix[: -len(".item")] if prefix.endswith(".item") else ""
+        at = start
+        if name:
+            member = find_member(data, start, name) if data[start] == 0x7B else None
+            if member is None:
+                yield Record(Location(path, offset=start, pointer=name), raw=data[start:],
+                             error=f"no array `{name}` found in a broken document "
+                                   f"({self.load_error})")
+                return
+            at = member
+        if data[at] != 0x5B:  # [
+            end, _state = value_end(data, at)
+            yield Record(Location(path, offset=at, pointer=name or None), raw=data[at:end],
+                         error=f"expected an array at {name or 'the top level'}")
+            return
+        pieces = split_array(data, at)
+        index = 0
+        explained = False
+        while True:
+            try:
+                piece = next(pieces)
+            except StopIteration as stop:
+                end = stop.value
+                break
+            location = Location(path, index=index, offset=piece.start, pointer=f"{name}[{index}]")
+            index += 1
+            if piece.error is not None:
+                explained = True
+                yield Record(location, raw=data[piece.start:piece.end], error=piece.error)
+            else:
+                if piece.replaced:
+                    explained = True
+                    self.replaced += piece.replaced
+                yield Record(location, value=piece.value)
+        rest = document_start(memoryview(data)[end:]) + end if not name else len(data)
+        if not name and rest < len(data):
+            yield Record(Location(path, offset=rest), raw=data[rest:],
+                         error="unexpected data after the end of the document")
+        elif not explained:
+            # orjson refused the document for something outside the records read (a broken
+            # member beside the array, a missing comma): nothing was skipped, but say so
+            yield Record(Location(path, offset=start), raw=b"",
+                         error=f"the document is broken outside its records ({self.load_error})")
 
     def _items_of_value(self, doc: Any, prefix: str) -> Iterator[Record]:
         path = self.path
@@ -279,6 +382,18 @@ class Document:
         doc = self.loaded()
         if doc is not None:
             return doc.get(key) if isinstance(doc, dict) else None
+        data = self._data
+        if data is not None:
+            start = document_start(data)
+            at = find_member(data, start, key) if data[start:start + 1] == b"{" else None
+            if at is None:
+                return None
+            end, state = value_end(data, at)
+            if state != "ok":
+                return None
+            value, error, replaced = parse_json(memoryview(data)[at:end])
+            self.replaced += replaced
+            return None if error is not None else value
         try:
             with self.open() as stream:
                 return next(ijson.items(stream, key, use_float=True), None)
@@ -286,11 +401,29 @@ class Document:
             return None
 
     def first_item_skeleton(self) -> Any:
-        """The first array item (for sniffing), whole when loaded, a skeleton when streamed."""
+        """The first array item that could be read (for sniffing), whole when loaded or split,
+        a skeleton when streamed."""
+        items = self.sample_items(1)
+        return items[0] if items else None
+
+    def sample_items(self, count: int, scan: int = 64) -> list[Any]:
+        """Up to ``count`` of the first ``scan`` items of an array document that could be read,
+        whole when loaded or split, skeletons when streamed: what sniffing looks at."""
         doc = self.loaded()
         if isinstance(doc, list):
-            return doc[0] if doc else None
-        return _first_list_item(self._skeleton())
+            return doc[:count]
+        if doc is not None:
+            return []
+        out: list[Any] = []
+        if self._data is not None:
+            for seen, record in enumerate(self._items_scanned(self._data, "item")):
+                if seen >= scan or len(out) >= count:
+                    break
+                if record.error is None:
+                    out.append(record.value)
+            return out
+        head = self._skeleton(top_items=count)
+        return head[:count] if isinstance(head, list) else []
 
     def skeleton(self) -> Any:
         """The document with arrays cut to their first element (for sniffing)."""
@@ -299,15 +432,18 @@ class Document:
             return doc
         return self._skeleton()
 
-    def _skeleton(self) -> Any:
+    def _skeleton(self, top_items: int = 1) -> Any:
+        """From ijson's prefix-free events (``basic_parse``: ``parse`` builds a prefix string
+        per level, quadratic in the depth), up to ``MAX_DEPTH`` levels."""
         try:
             with self.open() as stream:
-                return skeleton(_until_error(ijson.parse(stream, use_float=True)))
+                events = ijson.basic_parse(stream, use_float=True)
+                return skeleton(_until_error(events), top_items=top_items)
         except _READ_ERRORS:
             return None
 
 
-def _until_error(events: Iterator[tuple[str, str, Any]]) -> Iterator[tuple[str, str, Any]]:
+def _until_error(events: Iterator[tuple[str, Any]]) -> Iterator[tuple[str, Any]]:
     """Parse events up to the first syntax error: a broken file is still sniffed by its head."""
     try:
         yield from events
@@ -321,6 +457,3 @@ def _named_jsonl(path: str) -> bool:
     name = path.lower().removesuffix(".gz")
     return name.endswith((".jsonl", ".ndjson"))
 
-
-def _first_list_item(value: Any) -> Any:
-    return value[0] if isinstance(value, list) and value else None

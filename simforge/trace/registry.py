@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any, ClassVar
 
-from simforge.trace.detect import Sample
+from simforge.trace.detect import SAMPLE_RECORDS, Sample, samples_of
 from simforge.trace.episode import Episode
 from simforge.trace.errors import FormatPluginError, Location
 from simforge.trace.reader import Document, Record
@@ -151,8 +151,7 @@ def get_format(name: str) -> type[FormatAdapter]:
     return known[name]
 
 
-def detect_format(sample: Sample) -> str | None:
-    """The name of the adapter most confident about this sample, or ``None``."""
+def _best(sample: Sample) -> tuple[float, str] | None:
     best: tuple[float, str] | None = None
     for name, adapter in formats().items():
         try:
@@ -161,4 +160,30 @@ def detect_format(sample: Sample) -> str | None:
             score = 0.0
         if score > 0 and (best is None or score > best[0]):
             best = (score, name)
+    return best
+
+
+def detect_format(sample: Sample) -> str | None:
+    """The name of the adapter most confident about this sample, or ``None``."""
+    best = _best(sample)
     return best[1] if best else None
+
+
+def detect_document_format(doc: Document) -> str | None:
+    """The format of a file: the one most of its first recognisable records are recognised as
+    (up to ``SAMPLE_RECORDS`` of them; a tie goes to the higher total confidence, then to the
+    first seen), or ``None`` when no record is recognised."""
+    votes: dict[str, int] = {}
+    confidence: dict[str, float] = {}
+    for sample in samples_of(doc):
+        best = _best(sample)
+        if best is None:
+            continue
+        score, name = best
+        votes[name] = votes.get(name, 0) + 1
+        confidence[name] = confidence.get(name, 0.0) + score
+        if sum(votes.values()) >= SAMPLE_RECORDS:
+            break
+    if not votes:
+        return None
+    return max(votes, key=lambda name: (votes[name], confidence[name]))

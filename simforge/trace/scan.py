@@ -1,0 +1,401 @@
+"""Reading what a strict parser refused: JSON text split into records at the byte level.
+
+A document that orjson cannot parse whole (a syntax error, a ``NaN``, a record nested too deep)
+still holds records that can be read. :func:`split_array` cuts the target array of such a
+document into its elements without parsing them: strings are skipped with a regular
+expression, brackets are counted, and an element deeper than the limit is stepped over without
+building anything. Each element is then parsed on its own, so one bad element costs only
+itself, and every piece knows its true byte offset.
+
+Cutting at the right place after a *structurally* broken element (a truncation, a missing
+bracket, a string left open) is the hard part: the bracket count is then off for the rest of
+the file. The cut is found again from the layout of the elements before it:
+
+* pretty-printed documents start every element on a line of its own, at one indentation (a raw
+  newline cannot occur inside a JSON string, so such a line is never text): the next line that
+  starts an element at that column is where the next element begins;
+* compact documents have no lines to go by: the next ``,`` followed by what every element
+  began with (the opening bracket and the first key, e.g. ``{"task_id"``) is taken instead.
+
+Whatever lies between the last good element and the next one is one rejected piece, with its
+offset and reason: nothing is skipped without being counted.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass
+from typing import Any, Final
+
+import orjson
+
+from simforge.jsonio import MAX_DEPTH, depth_of_bytes
+
+BOM: Final = b"\xef\xbb\xbf"
+
+_STRING: Final = re.compile(rb'"[^"\\\n]*(?:\\[^\n][^"\\\n]*)*"')
+"""A JSON string. Raw newlines cannot occur in one, so a string is never looked for past the
+end of its line: a quote left open by a truncation does not swallow the records after it."""
+_TOKEN: Final = re.compile(rb'"[^"\\\n]*(?:\\[^\n][^"\\\n]*)*"|"|[\[\]{}]')
+_SCALAR: Final = re.compile(rb'[^,\]\}\s]*')
+_WS: Final = re.compile(rb'[ \t\r\n]*')
+_HEAD: Final = re.compile(rb'\{\s*"[^"\\]{0,64}"\s*:')
+_NONFINITE: Final = re.compile(rb'NaN|Infinity')
+_OPEN: Final = frozenset(b"[{")
+_CLOSE: Final = frozenset(b"]}")
+
+
+class Unset:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Final = Unset()
+
+
+def deep_reason(limit: int = MAX_DEPTH) -> str:
+    return f"nested deeper than {limit} levels"
+
+
+def parse_json(raw: bytes | memoryview) -> tuple[Any, str | None, int]:
+    """``(value, error, replaced)``: orjson's parse, and for what orjson refuses because of
+    ``NaN``, ``Infinity`` or ``-Infinity`` (which Python's ``json.dump`` writes by default) the
+    standard library's, with each of those read as ``null`` and counted in ``replaced``.
+    ``value`` is :data:`UNSET` when ``error`` says why nothing could be read."""
+    try:
+        return orjson.loads(raw), None, 0
+    except orjson.JSONDecodeError as exc:
+        message = str(exc)
+    if "depth limit" in message:
+        return UNSET, deep_reason(), 0
+    if _NONFINITE.search(raw) is not None:
+        if depth_of_bytes(raw, stop=MAX_DEPTH) > MAX_DEPTH:
+            return UNSET, deep_reason(), 0
+        replaced = 0
+
+        def constant(_name: str) -> None:
+            nonlocal replaced
+            replaced += 1
+            return None
+
+        try:
+            value = json.loads(bytes(raw), parse_constant=constant)
+            orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)  # lone surrogates and the like
+        except (ValueError, RecursionError):
+            pass
+        except TypeError as exc:
+            if "64-bit" in str(exc):
+                return value, None, replaced
+        else:
+            return value, None, replaced
+    return UNSET, f"invalid JSON: {message}", 0
+
+
+def skip_ws(data: bytes | memoryview, pos: int) -> int:
+    match = _WS.match(data, pos)
+    return match.end() if match is not None else pos
+
+
+def value_end(data: bytes | memoryview, pos: int, limit: int = MAX_DEPTH) -> tuple[int, str]:
+    """Where the value starting at ``pos`` ends, and how it ended: ``"ok"`` (brackets
+    balanced, syntax not checked), ``"deep"`` (balanced, but deeper than ``limit``) or ``"eof"``
+    (the data ended first, or a string was left open)."""
+    first = data[pos]
+    if first == 0x22:  # "
+        match = _STRING.match(data, pos)
+        return (match.end(), "ok") if match is not None else (len(data), "eof")
+    if first not in _OPEN:
+        match = _SCALAR.match(data, pos)
+        end = match.end() if match is not None else pos
+        return max(end, pos + 1), "ok"
+    depth = 0
+    deep = False
+    search = _TOKEN.search
+    at = pos
+    while True:
+        match = search(data, at)
+        if match is None:
+            return len(data), "eof"
+        at = match.end()
+        char = data[match.start()]
+        if char == 0x22:
+            if at - match.start() == 1:  # an opening quote that never closes
+                return len(data), "eof"
+        elif char in _OPEN:
+            depth += 1
+            if depth > limit:
+                deep = True
+        else:
+            depth -= 1
+            if depth == 0:
+                return at, "deep" if deep else "ok"
+
+
+@dataclass(frozen=True, slots=True)
+class Piece:
+    """One element of an array, or a rejected stretch of bytes: ``[start, end)`` in the data,
+    the parsed value (:data:`UNSET` when rejected), why it was rejected, and how many ``NaN`` /
+    ``Infinity`` were read as ``null``."""
+
+    start: int
+    end: int
+    value: Any = UNSET
+    error: str | None = None
+    replaced: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """What the elements before the cut looked like: the indentation their lines began with
+    (``None`` when they do not start lines), their first byte, and their head up to the first
+    key (``{"task_id":``) for compact documents."""
+
+    indent: bytes | None
+    opener: int
+    head: bytes | None
+    close_indent: bytes | None
+
+    def next_start(self, data: bytes | memoryview, pos: int) -> int | None:
+        """The first element start at or after ``pos``, or ``None`` (then the array's end is
+        where the caller stops)."""
+        if self.indent is not None:
+            pattern = _line_start(self.indent, self.opener)
+            match = pattern.search(data, max(pos - 1, 0))
+            return match.end() - 1 if match is not None else None
+        if self.head is not None:
+            match = _compact_start(self.head).search(data, pos)
+            return match.end() - len(self.head) if match is not None else None
+        return None
+
+    def array_end(self, data: bytes | memoryview, pos: int) -> int | None:
+        """Where the array closes, in a pretty-printed document (its ``]`` at the indentation
+        of the line that opened it)."""
+        if self.close_indent is None or self.indent is None:
+            return None
+        match = _line_close(self.close_indent).search(data, max(pos - 1, 0))
+        return match.end() - 1 if match is not None else None
+
+
+_patterns: dict[tuple[object, ...], re.Pattern[bytes]] = {}
+
+
+def _line_start(indent: bytes, opener: int) -> re.Pattern[bytes]:
+    key = ("start", indent, opener)
+    if key not in _patterns:
+        _patterns[key] = re.compile(b"\n" + re.escape(indent) + re.escape(bytes([opener])))
+    return _patterns[key]
+
+
+def _line_close(indent: bytes) -> re.Pattern[bytes]:
+    key = ("close", indent)
+    if key not in _patterns:
+        _patterns[key] = re.compile(b"\n" + re.escape(indent) + b"]")
+    return _patterns[key]
+
+
+def _compact_start(head: bytes) -> re.Pattern[bytes]:
+    key = ("compact", head)
+    if key not in _patterns:
+        _patterns[key] = re.compile(rb",[ \t\r\n]*" + re.escape(head))
+    return _patterns[key]
+
+
+def _indent_before(data: bytes | memoryview, pos: int) -> bytes | None:
+    """The whitespace between the line start and ``pos`` if ``pos`` starts a line's content,
+    else ``None`` (an element on the line of the ``[``, or after another on the same line)."""
+    window = bytes(data[max(0, pos - 256):pos])
+    newline = window.rfind(b"\n")
+    if newline < 0:
+        return None
+    indent = window[newline + 1:]
+    return indent if not indent.strip() else None
+
+
+def _layout(data: bytes | memoryview, start: int, array: int) -> _Layout:
+    indent = _indent_before(data, start)
+    opener = data[start]
+    head = None
+    if opener == 0x7B:
+        match = _HEAD.match(data, start)
+        head = bytes(match.group()) if match is not None else None
+    close_indent = None
+    if indent is not None:
+        line = bytes(data[max(0, array - 256):array])
+        newline = line.rfind(b"\n")
+        before = line[newline + 1:] if newline >= 0 else line
+        close_indent = bytes(re.match(rb"[ \t]*", before).group())  # type: ignore[union-attr]
+    return _Layout(indent, opener, head, close_indent)
+
+
+def _trim(data: bytes | memoryview, start: int, end: int) -> int:
+    """``end`` moved back over the whitespace and separator before the next element."""
+    while end > start and data[end - 1] in b" \t\r\n,":
+        end -= 1
+    return max(end, start + 1)
+
+
+def split_array(data: bytes | memoryview, array: int,
+                limit: int = MAX_DEPTH) -> Generator[Piece, None, int]:
+    """The elements of the array whose ``[`` is at ``array``, each parsed, and the stretches
+    that could not be, each once; ends at the array's ``]`` or at the end of the data, and
+    returns where it stopped (just after the ``]``, or the data's size)."""
+    size = len(data)
+    pos = array + 1
+    layout: _Layout | None = None
+    while True:
+        pos = skip_ws(data, pos)
+        if pos >= size:
+            return size
+        char = data[pos]
+        if char == 0x5D:  # ]
+            return pos + 1
+        if char == 0x2C:  # a stray separator: junk up to the next element
+            yield from _junk(data, pos, layout, size)
+            nxt = layout.next_start(data, pos + 1) if layout is not None else None
+            if nxt is None:
+                nxt = _next_value(data, pos + 1)
+                if nxt is None:
+                    return size
+            pos = nxt
+            continue
+        if layout is None:
+            layout = _layout(data, pos, array)
+        end, state = value_end(data, pos, limit)
+        if state == "eof":
+            nxt = layout.next_start(data, pos + 1)
+            if nxt is None:
+                close = layout.array_end(data, pos + 1)
+                stop = close if close is not None else size
+                yield Piece(pos, _trim(data, pos, stop), error=_broken(data, pos, stop))
+                if close is None:
+                    return size
+                pos = close
+                continue
+            yield Piece(pos, _trim(data, pos, nxt), error=_broken(data, pos, nxt))
+            pos = nxt
+            continue
+        if state == "deep":
+            yield Piece(pos, end, error=deep_reason(limit))
+        else:
+            value, error, replaced = parse_json(data[pos:end])
+            if error is not None:
+                nxt = layout.next_start(data, pos + 1)
+                if nxt is not None and nxt < end:  # the element swallowed the next one
+                    yield Piece(pos, _trim(data, pos, nxt), error=_broken(data, pos, nxt))
+                    pos = nxt
+                    continue
+                yield Piece(pos, end, error=error)
+            else:
+                yield Piece(pos, end, value, None, replaced)
+        pos = skip_ws(data, end)
+        if pos >= size:
+            return size
+        char = data[pos]
+        if char == 0x2C:
+            pos += 1
+        elif char == 0x5D:
+            return pos + 1
+        elif char in _OPEN and (layout.indent is None
+                                or _indent_before(data, pos) == layout.indent):
+            continue  # a missing comma: the next element is whole all the same
+        else:
+            nxt = layout.next_start(data, pos)
+            close = layout.array_end(data, pos)
+            stop = min(x for x in (nxt, close, size) if x is not None)
+            yield Piece(pos, _trim(data, pos, stop),
+                        error=f"unexpected {_show(data, pos)} after an element")
+            if nxt is None or stop != nxt:
+                if close is None:
+                    return size
+                pos = close
+                continue
+            pos = nxt
+
+
+def _junk(data: bytes | memoryview, pos: int, layout: _Layout | None,
+          size: int) -> Iterator[Piece]:
+    nxt = layout.next_start(data, pos + 1) if layout is not None else None
+    if nxt is None:
+        nxt = _next_value(data, pos + 1)
+    stop = nxt if nxt is not None else size
+    yield Piece(pos, _trim(data, pos, stop), error=f"unexpected {_show(data, pos)} in an array")
+
+
+def _next_value(data: bytes | memoryview, pos: int) -> int | None:
+    """The next non-separator byte after a stray comma (compact arrays without a layout)."""
+    at = skip_ws(data, pos)
+    while at < len(data) and data[at] == 0x2C:
+        at = skip_ws(data, at + 1)
+    return at if at < len(data) else None
+
+
+def _show(data: bytes | memoryview, pos: int) -> str:
+    return repr(bytes(data[pos:pos + 12]).decode("utf-8", "replace"))
+
+
+def _broken(data: bytes | memoryview, start: int, stop: int) -> str:
+    """Why a stretch whose brackets do not balance could not be read, in orjson's words."""
+    _value, error, _ = parse_json(data[start:_trim(data, start, stop)])
+    return error or "broken JSON: the element does not end where the next one begins"
+
+
+def find_member(data: bytes | memoryview, start: int, key: str) -> int | None:
+    """Where the value of ``key`` in the object whose ``{`` is at ``start`` begins, or
+    ``None``. The members before it are stepped over by their brackets; if one of them is
+    broken, the first ``"key":`` after it is taken."""
+    size = len(data)
+    pos = start + 1
+    while True:
+        pos = skip_ws(data, pos)
+        if pos >= size or data[pos] != 0x22:
+            break
+        match = _STRING.match(data, pos)
+        if match is None:
+            break
+        try:
+            name = orjson.loads(match.group())
+        except orjson.JSONDecodeError:
+            name = None
+        pos = skip_ws(data, match.end())
+        if pos >= size or data[pos] != 0x3A:  # :
+            break
+        pos = skip_ws(data, pos + 1)
+        if pos >= size:
+            return None
+        if name == key:
+            return pos
+        end, state = value_end(data, pos, limit=1 << 30)
+        if state != "ok":
+            break
+        pos = skip_ws(data, end)
+        if pos < size and data[pos] == 0x2C:
+            pos += 1
+            continue
+        if pos < size and data[pos] == 0x7D:
+            return None
+        break
+    pattern = re.compile(re.escape(orjson.dumps(key)) + rb"[ \t\r\n]*:[ \t\r\n]*")
+    found = pattern.search(data, pos if pos < size else start)
+    return found.end() if found is not None else None
+
+
+def document_start(data: bytes | memoryview) -> int:
+    """The first byte of the value: after a UTF-8 byte order mark and whitespace."""
+    return skip_ws(data, len(BOM) if bytes(data[:3]) == BOM else 0)
+
+
+__all__ = [
+    "BOM",
+    "UNSET",
+    "Piece",
+    "deep_reason",
+    "document_start",
+    "find_member",
+    "parse_json",
+    "split_array",
+    "value_end",
+]
