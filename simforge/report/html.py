@@ -16,6 +16,7 @@ from typing import Any
 
 import jinja2
 
+from simforge import atomic
 from simforge.report import svg
 from simforge.report.metrics import by_fault_kind, pass_hat_ks, worst_first
 
@@ -99,7 +100,7 @@ def write_html(
     episodes: list[dict[str, Any]],
     others: list[dict[str, Any]] | None = None,
 ) -> Path:
+    """Write the report to ``path`` atomically: a report cut short never replaces a whole one."""
     out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_html(summary, run, episodes, others), encoding="utf-8")
+    atomic.write_text(out, render_html(summary, run, episodes, others))
     return out
