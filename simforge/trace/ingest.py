@@ -8,7 +8,14 @@ that trips over odd data) is counted and quarantined; nothing escapes as a trace
 caller asked for ``strict`` mode, where the first one raises :class:`StrictModeAbort`.
 
 Counting rule, relied on by tests: ``records_kept + rejected == records_read``. A file that
-cannot be opened or recognised counts as one record read and rejected.
+cannot be opened or recognised counts as one record read and rejected; so does every stretch of
+a broken document that could not be read as a record.
+
+Besides what its adapter checks, a record is refused when it carries no conversation (no
+message and no tool call: ``[]`` or ``{"messages": []}`` is not an episode) or when a free-form
+value of its episode (arguments, results, metadata, labels, also those parsed from JSON
+strings) is nested deeper than ``simforge.jsonio.MAX_DEPTH`` levels, which no exporter could
+write. Both are checked before the record counts as kept.
 """
 
 from __future__ import annotations
@@ -20,11 +27,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from simforge.jsonio import MAX_DEPTH, exceeds_depth
 from simforge.trace.episode import Episode
 from simforge.trace.errors import Location, StrictModeAbort, TraceFormatError
 from simforge.trace.quarantine import Quarantine
 from simforge.trace.reader import Document, Record
-from simforge.trace.registry import Deferred, detect_document_format, formats, get_format
+from simforge.trace.registry import (
+    Deferred,
+    FormatAdapter,
+    detect_document_format,
+    formats,
+    get_format,
+)
 from simforge.trace.stats import ToolStats
 
 PathLike = str | os.PathLike[str]
@@ -64,6 +78,9 @@ class IngestResult:
     records_read: int = 0
     records_kept: int = 0
     rejected: int = 0
+    nonfinite: int = 0
+    """``NaN`` / ``Infinity`` values read as ``null`` (JSON has no such numbers; Python's
+    ``json.dump`` writes them by default)."""
     formats: dict[str, int] = field(default_factory=dict)
     files: list[FileReport] = field(default_factory=list)
     stats: ToolStats = field(default_factory=ToolStats)
@@ -202,6 +219,7 @@ class _Run:
                 report.records += 1
                 try:
                     produced = list(adapter.parse(adapter.decode(record), record.location))
+                    problem = _refusal(produced, adapter)
                 except TraceFormatError as exc:
                     self.reject(exc.location or record.location, exc.reason, record.text(), name)
                     continue
@@ -210,24 +228,31 @@ class _Run:
                                 f"malformed record ({type(exc).__name__}: {exc})",
                                 record.text(), name)
                     continue
+                if problem is not None:
+                    self.reject(record.location, problem, record.text(), name)
+                    continue
                 result.records_kept += 1
             for episode in produced:
                 self._account(episode, name, report)
                 yield episode
-            yield from self._assemble(adapter.ready(), name, report)
+            yield from self._assemble(adapter.ready(), name, report, adapter)
             if count % _PROGRESS_EVERY == 0:
                 self._tick(doc)
-        yield from self._assemble(adapter.finish(), name, report)
+        yield from self._assemble(adapter.finish(), name, report, adapter)
+        result.nonfinite += doc.replaced
         doc.release()
 
     def _assemble(
-        self, deferred: Iterable[Deferred], name: str, report: FileReport
+        self, deferred: Iterable[Deferred], name: str, report: FileReport, adapter: FormatAdapter
     ) -> Iterator[Episode]:
         """Build multi-record episodes; a failure rejects every record of the group, which
         were counted as kept when they were read."""
         for item in deferred:
             try:
                 episode = item.build()
+                problem = _refusal((episode,), adapter)
+                if problem is not None:
+                    raise TraceFormatError(item.location, problem)
             except Exception as exc:
                 reason = exc.reason if isinstance(exc, TraceFormatError) else (
                     f"could not assemble episode ({type(exc).__name__}: {exc})")
@@ -244,6 +269,44 @@ class _Run:
         result.tool_calls += len(episode.tool_calls)
         result.formats[name] = result.formats.get(name, 0) + 1
         report.episodes += 1
+
+
+def _refusal(episodes: Iterable[Episode], adapter: FormatAdapter) -> str | None:
+    """Why episodes an adapter produced cannot be kept, or ``None``."""
+    for episode in episodes:
+        if not episode.messages and not episode.tool_calls and not adapter.empty_episodes:
+            return "no conversation: the record has no message and no tool call"
+        if too_deep(episode):
+            return f"nested deeper than {MAX_DEPTH} levels"
+    return None
+
+
+def too_deep(episode: Episode, limit: int = MAX_DEPTH) -> bool:
+    """Whether a free-form value of the episode nests deeper than ``limit``: its metadata,
+    labels, the calls' arguments, results and metadata, the messages' metadata, and what a
+    simulation recorded. One measurement over all of them (see ``jsonio.exceeds_depth``)."""
+    values: list[Any] = [episode.metadata, episode.task.metadata, episode.outcome.labels]
+    append = values.append
+    for message in episode.messages:
+        if message.metadata:
+            append(message.metadata)
+    for call in episode.tool_calls:
+        append(call.args)
+        append(call.result)
+        if call.metadata:
+            append(call.metadata)
+    sim = episode.simulation
+    if sim is not None:
+        for fault in sim.faults:
+            append(fault.params)
+            append(fault.observed)
+        for change in sim.world_diff:
+            append(change.before)
+            append(change.after)
+            for value in change.fields.values():
+                append(value.old)
+                append(value.new)
+    return exceeds_depth(tuple(values), limit + 1)
 
 
 class _CollectorPause:
@@ -292,9 +355,16 @@ def iter_episodes(
     run = _Run(expand_paths(paths), format, sink, strict, progress, result or IngestResult())
     try:
         yield from run.episodes()
-    finally:
+    except StrictModeAbort:
         if own:
-            sink.close()
+            sink.close()  # a deliberate stop: the record that stopped it is worth seeing
+        raise
+    except BaseException:
+        if own:
+            sink.discard()  # an incomplete run (or one abandoned by its consumer)
+        raise
+    if own:
+        sink.close()
 
 
 def ingest(
@@ -309,7 +379,9 @@ def ingest(
 ) -> IngestResult:
     """Read everything, gather per-tool statistics, and report.
 
-    ``out`` writes the episodes as native JSONL as they stream past; ``keep`` collects them in
+    ``out`` writes the episodes as native JSONL as they stream past, under a temporary name that
+    replaces ``out`` once the run completes (a run that fails leaves ``out`` as it was); ``keep``
+    collects them in
     ``result.collected`` (memory then grows with the input); ``on_episode`` sees each one.
     """
     from simforge.trace.export import EpisodeWriter
@@ -331,9 +403,12 @@ def ingest(
                     result.collected.append(episode)
                 if on_episode is not None:
                     on_episode(episode)
-    finally:
+    except BaseException:
         if writer is not None:
-            writer.close()
+            writer.discard()  # the previous output stays; no partial file looks whole
+        raise
+    if writer is not None:
+        writer.close()
     return result
 
 

@@ -44,6 +44,10 @@ class FormatAdapter:
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
+    empty_episodes: ClassVar[bool] = True
+    """Whether an episode with no message and no tool call is a record worth keeping. The
+    built-in trace formats say no (``[]`` or ``{"messages": []}`` is garbage, not an episode);
+    native episodes round-trip as they are, and a plugin decides for its own format."""
 
     def sniff(self, sample: Sample) -> float:
         """Confidence in ``[0, 1]`` that the sampled file is in this format."""

@@ -28,6 +28,7 @@ _MESSAGE_KEYS = frozenset({"role", "content"})
 class AnthropicFormat(FormatAdapter):
     name = "anthropic"
     description = "Anthropic Messages (tool_use / tool_result blocks)"
+    empty_episodes = False
 
     def sniff(self, sample: Sample) -> float:
         messages = message_list(sample.value)

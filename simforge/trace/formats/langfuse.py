@@ -38,6 +38,7 @@ def _is_observation(value: Any) -> bool:
 class LangfuseFormat(GroupingAdapter):
     name = "langfuse"
     description = "Langfuse observations (TOOL / GENERATION, level ERROR)"
+    empty_episodes = False
 
     def sniff(self, sample: Sample) -> float:
         value = sample.value

@@ -41,6 +41,7 @@ def _trace_key(run: Json) -> str:
 class LangSmithFormat(GroupingAdapter):
     name = "langsmith"
     description = "LangSmith run exports (run_type, inputs, outputs, dotted_order)"
+    empty_episodes = False
 
     def sniff(self, sample: Sample) -> float:
         value = sample.value

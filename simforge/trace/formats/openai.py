@@ -70,6 +70,7 @@ def conversation_records(doc: Document) -> Iterator[Record]:
 class OpenAIFormat(FormatAdapter):
     name = "openai"
     description = "OpenAI Chat Completions messages (tool_calls / function_call)"
+    empty_episodes = False
 
     def sniff(self, sample: Sample) -> float:
         messages = message_list(sample.value)

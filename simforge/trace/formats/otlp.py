@@ -126,6 +126,7 @@ def _spans_of_resource(group: Any, location: Location) -> Iterator[Record]:
 class OTLPFormat(GroupingAdapter):
     name = "otlp"
     description = "OTLP JSON traces (OpenTelemetry GenAI conventions, OpenInference)"
+    empty_episodes = False
 
     def sniff(self, sample: Sample) -> float:
         value = sample.value

@@ -84,8 +84,8 @@ def legacy_event_message(name: Any, at: float | None, attrs: Json) -> Json | Non
     if role == "tool":
         message["role"] = "tool"
         message["tool_call_id"] = body.get("id")
-    if body.get("tool_calls"):
-        message["tool_calls"] = body["tool_calls"]
+    if body.get("tool_calls") is not None:
+        message["tool_calls"] = body["tool_calls"]  # a non-array is the record's error
     if at is not None:
         message["timestamp"] = at
     return message

@@ -53,6 +53,7 @@ def _instruction(task: Json) -> str | None:
 class Tau2Format(FormatAdapter):
     name = "tau2"
     description = "tau2-bench results files ({info, tasks, simulations})"
+    empty_episodes = False
 
     def __init__(self) -> None:
         self.tasks: dict[str, Json] = {}
@@ -164,9 +165,10 @@ class Tau2Format(FormatAdapter):
                 meta["requestor"] = raw["requestor"]
         else:
             tool_calls = get("tool_calls")
+            if tool_calls is not None and type(tool_calls) is not list:
+                raise TraceFormatError(location,
+                                       f"tool_calls is not an array: {tool_calls!r:.40}")
             if tool_calls:
-                if not isinstance(tool_calls, list):
-                    raise TraceFormatError(location, "tool_calls is not an array")
                 index = len(conv.messages)
                 ids = []
                 for tc in tool_calls:
