@@ -87,24 +87,25 @@ def _walk_exceeds(value: Any, limit: int) -> bool:
     return False
 
 
-_TOKENS: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"?|[\[\]{}]', re.DOTALL)
-"""A string (closed or running to the end) or a bracket: what depth counting needs to see."""
+_TOKENS: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"?|[\[{]+|[\]}]+', re.DOTALL)
+"""A string (closed or running to the end), or a run of opening or of closing brackets."""
 
 
 def depth_of_bytes(data: bytes | bytearray | memoryview, stop: int | None = None) -> int:
     """The deepest nesting in raw JSON text, strings skipped, syntax otherwise not checked;
-    counting ends once ``stop`` is passed (the result is then ``stop + 1``)."""
+    counting ends once ``stop`` is passed (the result is then more than ``stop``)."""
     depth = deepest = 0
     for match in _TOKENS.finditer(data):
-        char = data[match.start()]
+        begin, end = match.span()
+        char = data[begin]
         if char == 0x5B or char == 0x7B:  # [ {
-            depth += 1
+            depth += end - begin
             if depth > deepest:
                 deepest = depth
                 if stop is not None and deepest > stop:
                     return deepest
         elif char == 0x5D or char == 0x7D:  # ] }
-            depth -= 1
+            depth = max(0, depth - (end - begin))
     return deepest
 
 

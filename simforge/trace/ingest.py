@@ -204,6 +204,7 @@ class _Run:
                         f"{known})", "", None)
             return
         report.format = name
+        doc.replaced = 0  # what sniffing read is read again
         adapter = get_format(name)()
         records = enumerate(adapter.records(doc))
         pause = _CollectorPause()

@@ -25,6 +25,7 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import re
 import zlib
 from collections.abc import Iterator
 from typing import IO, Any, Final
@@ -40,6 +41,7 @@ from simforge.trace.scan import (
     deep_reason,
     document_start,
     find_member,
+    object_skeleton,
     parse_json,
     split_array,
     value_end,
@@ -344,20 +346,31 @@ class Document:
 
     def _items_streamed(self, prefix: str, backend: Any = ijson) -> Iterator[Record]:
         """Items streamed with ijson's C backend; from an integer beyond 64 bits on, which
-        yajl refuses though JSON allows it, with ijson's Python backend (slower, exact)."""
+        yajl refuses though JSON allows it, with ijson's Python backend (slower, exact).
+
+        The stream passes through a :class:`_DepthGuard` first: ijson's ``items`` keeps a
+        prefix string per open level, so memory and time grow with the square of the depth
+        (1 GB for 20,000 levels); nesting past ``STREAM_DEPTH_GUARD`` ends the document there,
+        as one rejected record."""
         path = self.path
         name = prefix[: -len(".item")] if prefix.endswith(".item") else ""
         index = -1
         try:
             with self.open() as stream:
+                guarded = _DepthGuard(stream, self.bom)
                 if prefix == "":
-                    value = next(backend.items(stream, "", use_float=True))
+                    value = next(backend.items(guarded, "", use_float=True))
                     yield Record(Location(path), value=value)
                     return
-                for index, value in enumerate(backend.items(stream, prefix, use_float=True)):
+                for index, value in enumerate(backend.items(guarded, prefix, use_float=True)):
                     yield Record(
                         Location(path, index=index, pointer=f"{name}[{index}]"), value=value
                     )
+        except _TooDeep as exc:
+            where = f"{name}[{index + 1}]" if prefix != "" else None
+            yield Record(Location(path, index=index + 1, offset=exc.offset, pointer=where),
+                         error=f"nested deeper than {STREAM_DEPTH_GUARD} levels (counting "
+                               "brackets); the rest of the document is not read")
         except ijson.JSONError as exc:
             if backend is ijson and "integer overflow" in str(exc):
                 done = index + 1
@@ -430,6 +443,11 @@ class Document:
         doc = self.loaded()
         if doc is not None:
             return doc
+        data = self._data
+        if data is not None:
+            start = document_start(data)
+            if data[start:start + 1] == b"{":
+                return object_skeleton(data, start)
         return self._skeleton()
 
     def _skeleton(self, top_items: int = 1) -> Any:
@@ -441,6 +459,70 @@ class Document:
                 return skeleton(_until_error(events), top_items=top_items)
         except _READ_ERRORS:
             return None
+
+
+STREAM_DEPTH_GUARD: Final = 2048
+"""Nesting, counted as brackets (those inside strings too), past which a streamed document is
+not read on. Counting is exact for bracket runs and bombs; text whose strings hold unbalanced
+brackets shifts the count, which the margin over ``MAX_DEPTH`` absorbs (records deeper than
+that are rejected one by one after parsing)."""
+
+
+class _TooDeep(Exception):
+    def __init__(self, offset: int) -> None:
+        self.offset = offset
+
+
+class _DepthGuard:
+    """A read-only stream that counts brackets in what it passes on, and refuses to pass on a
+    chunk where the count could exceed ``STREAM_DEPTH_GUARD``.
+
+    Per chunk: the count at its start plus its opening brackets bounds its maximum; only when
+    that loose bound is over the limit is the exact running maximum computed. Counting costs a
+    few percent of streaming; telling strings apart would cost as much as parsing."""
+
+    __slots__ = ("count", "offset", "stream")
+
+    def __init__(self, stream: IO[bytes], offset: int = 0) -> None:
+        self.stream = stream
+        self.count = 0
+        self.offset = offset
+
+    def read(self, size: int = -1) -> bytes:
+        chunk = self.stream.read(size if size is not None and size > 0 else 1 << 16)
+        if chunk:
+            opens, closes = _brackets(chunk)
+            if self.count + opens > STREAM_DEPTH_GUARD:
+                peak, at = _peak(chunk, self.count)
+                if peak > STREAM_DEPTH_GUARD:
+                    raise _TooDeep(self.offset + at)
+            self.count = max(0, self.count + opens - closes)
+            self.offset += len(chunk)
+        return chunk
+
+
+def _brackets(chunk: bytes) -> tuple[int, int]:
+    """``(opening, closing)`` brackets in ``chunk``."""
+    try:
+        import numpy as np
+    except ImportError:  # pragma: no cover - numpy comes with gymnasium
+        return (chunk.count(b"[") + chunk.count(b"{"), chunk.count(b"]") + chunk.count(b"}"))
+    array = np.frombuffer(chunk, dtype=np.uint8) | 0x20  # [ -> {, ] -> }
+    return int(np.count_nonzero(array == 0x7B)), int(np.count_nonzero(array == 0x7D))
+
+
+def _peak(chunk: bytes, start: int) -> tuple[int, int]:
+    """The highest running bracket count in ``chunk`` from ``start``, and where it is."""
+    depth = peak = start
+    at = 0
+    for match in re.finditer(rb"[\[\]{}]", chunk):
+        depth += 1 if match.group() in (b"[", b"{") else -1
+        depth = max(depth, 0)
+        if depth > peak:
+            peak, at = depth, match.start()
+            if peak > STREAM_DEPTH_GUARD:
+                break
+    return peak, at
 
 
 def _until_error(events: Iterator[tuple[str, Any]]) -> Iterator[tuple[str, Any]]:

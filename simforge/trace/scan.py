@@ -38,7 +38,9 @@ BOM: Final = b"\xef\xbb\xbf"
 _STRING: Final = re.compile(rb'"[^"\\\n]*(?:\\[^\n][^"\\\n]*)*"')
 """A JSON string. Raw newlines cannot occur in one, so a string is never looked for past the
 end of its line: a quote left open by a truncation does not swallow the records after it."""
-_TOKEN: Final = re.compile(rb'"[^"\\\n]*(?:\\[^\n][^"\\\n]*)*"|"|[\[\]{}]')
+_TOKEN: Final = re.compile(rb'"[^"\\\n]*(?:\\[^\n][^"\\\n]*)*"|"|[\[{]+|[\]}]+')
+"""A string, a lone quote (a string left open), or a run of opening or of closing brackets (a
+run is one match: a bracket bomb costs one step, not one per byte)."""
 _SCALAR: Final = re.compile(rb'[^,\]\}\s]*')
 _WS: Final = re.compile(rb'[ \t\r\n]*')
 _HEAD: Final = re.compile(rb'\{\s*"[^"\\]{0,64}"\s*:')
@@ -120,19 +122,20 @@ def value_end(data: bytes | memoryview, pos: int, limit: int = MAX_DEPTH) -> tup
         match = search(data, at)
         if match is None:
             return len(data), "eof"
+        begin = match.start()
         at = match.end()
-        char = data[match.start()]
+        char = data[begin]
         if char == 0x22:
-            if at - match.start() == 1:  # an opening quote that never closes
+            if at - begin == 1:  # an opening quote that never closes
                 return len(data), "eof"
         elif char in _OPEN:
-            depth += 1
+            depth += at - begin
             if depth > limit:
                 deep = True
         else:
-            depth -= 1
-            if depth == 0:
-                return at, "deep" if deep else "ok"
+            if at - begin >= depth:
+                return begin + depth, "deep" if deep else "ok"
+            depth -= at - begin
 
 
 @dataclass(frozen=True, slots=True)
@@ -343,44 +346,82 @@ def _broken(data: bytes | memoryview, start: int, stop: int) -> str:
     return error or "broken JSON: the element does not end where the next one begins"
 
 
-def find_member(data: bytes | memoryview, start: int, key: str) -> int | None:
-    """Where the value of ``key`` in the object whose ``{`` is at ``start`` begins, or
-    ``None``. The members before it are stepped over by their brackets; if one of them is
-    broken, the first ``"key":`` after it is taken."""
+def members(data: bytes | memoryview, start: int) -> Iterator[tuple[Any, int, int, str]]:
+    """``(key, value start, value end, state)`` of each member of the object whose ``{`` is at
+    ``start`` (``state`` as :func:`value_end` says). After a member whose value does not end
+    well, a pretty-printed object goes on at the next line that starts a key at the column of
+    the first key; a compact one ends there."""
     size = len(data)
-    pos = start + 1
+    pos = skip_ws(data, start + 1)
+    indent = _indent_before(data, pos)
     while True:
         pos = skip_ws(data, pos)
         if pos >= size or data[pos] != 0x22:
-            break
+            return
         match = _STRING.match(data, pos)
-        if match is None:
-            break
-        try:
-            name = orjson.loads(match.group())
-        except orjson.JSONDecodeError:
-            name = None
-        pos = skip_ws(data, match.end())
-        if pos >= size or data[pos] != 0x3A:  # :
-            break
-        pos = skip_ws(data, pos + 1)
-        if pos >= size:
-            return None
+        ok = match is not None
+        key: Any = None
+        if match is not None:
+            try:
+                key = orjson.loads(match.group())
+            except orjson.JSONDecodeError:
+                ok = False
+            pos = skip_ws(data, match.end())
+        ok = ok and pos < size and data[pos] == 0x3A  # :
+        state = "eof"
+        end = pos
+        if ok:
+            value = skip_ws(data, pos + 1)
+            if value >= size:
+                return
+            end, state = value_end(data, value, limit=1 << 30)
+            if state == "ok":
+                yield key, value, end, state
+                pos = skip_ws(data, end)
+                if pos < size and data[pos] == 0x2C:
+                    pos += 1
+                    continue
+                if pos < size and data[pos] == 0x7D:
+                    return
+            else:
+                yield key, value, end, state
+        if indent is None:
+            return
+        found = re.compile(b"\n" + re.escape(indent) + b'"').search(data, max(end, pos) - 1)
+        if found is None:
+            return
+        pos = found.end() - 1
+
+
+def find_member(data: bytes | memoryview, start: int, key: str) -> int | None:
+    """Where the value of ``key`` in the object whose ``{`` is at ``start`` begins, or
+    ``None``. The members before it are stepped over by their brackets; when they cannot be,
+    the first ``"key":`` after the last one read is taken."""
+    last = start
+    for name, value, end, _state in members(data, start):
         if name == key:
-            return pos
-        end, state = value_end(data, pos, limit=1 << 30)
-        if state != "ok":
-            break
-        pos = skip_ws(data, end)
-        if pos < size and data[pos] == 0x2C:
-            pos += 1
-            continue
-        if pos < size and data[pos] == 0x7D:
-            return None
-        break
+            return value
+        last = end
     pattern = re.compile(re.escape(orjson.dumps(key)) + rb"[ \t\r\n]*:[ \t\r\n]*")
-    found = pattern.search(data, pos if pos < size else start)
+    found = pattern.search(data, last)
     return found.end() if found is not None else None
+
+
+def object_skeleton(data: bytes | memoryview, start: int) -> dict[str, Any]:
+    """A broken object document for sniffing: each member that can be read, an array cut to
+    its first element that can."""
+    out: dict[str, Any] = {}
+    for key, value, end, state in members(data, start):
+        if not isinstance(key, str):
+            continue
+        if data[value] == 0x5B:  # [
+            first = next((p.value for p in split_array(data, value) if p.error is None), UNSET)
+            out[key] = [] if first is UNSET else [first]
+        elif state == "ok":
+            parsed, error, _ = parse_json(data[value:end])
+            if error is None:
+                out[key] = parsed
+    return out
 
 
 def document_start(data: bytes | memoryview) -> int:
@@ -395,6 +436,8 @@ __all__ = [
     "deep_reason",
     "document_start",
     "find_member",
+    "members",
+    "object_skeleton",
     "parse_json",
     "split_array",
     "value_end",
