@@ -489,6 +489,8 @@ class _DepthGuard:
         self.offset = offset
 
     def read(self, size: int = -1) -> bytes:
+        if size == 0:
+            return b""  # ijson asks for nothing to learn whether the stream gives bytes
         chunk = self.stream.read(size if size is not None and size > 0 else 1 << 16)
         if chunk:
             opens, closes = _brackets(chunk)
