@@ -209,7 +209,7 @@ def samples_of(doc: Document) -> Iterator[Sample]:
     """The samples shown to every adapter's ``sniff``, best first: each of the first records
     that can be read (JSONL lines, array items), or the document's skeleton. An array whose
     first readable item is a chat message is one conversation: its sample is the list of its
-    first messages."""
+    first messages (when most of its first readable items are messages)."""
     if doc.layout == "jsonl":
         from simforge.trace.errors import TraceFormatError
 
@@ -227,7 +227,7 @@ def samples_of(doc: Document) -> Iterator[Sample]:
             lines.close()  # type: ignore[attr-defined]
     elif doc.layout == "array":
         items = doc.sample_items(SAMPLE_SCAN)
-        if items and _is_message(items[0]):
+        if items and 2 * sum(_is_message(i) for i in items) > len(items):
             yield Sample(doc.layout, [i for i in items[:SAMPLE_RECORDS] if _is_message(i)],
                          doc.path)
             return

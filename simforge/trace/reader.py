@@ -293,7 +293,7 @@ class Document:
             yield Record(Location(path, offset=at, pointer=name or None), raw=data[at:end],
                          error=f"expected an array at {name or 'the top level'}")
             return
-        pieces = split_array(data, at)
+        pieces = split_array(data, at, top=not name)
         index = 0
         explained = False
         while True:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Generator, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 import orjson
@@ -43,10 +43,10 @@ _TOKEN: Final = re.compile(rb'"[^"\\\n]*(?:\\[^\n][^"\\\n]*)*"|"|[\[{]+|[\]}]+')
 run is one match: a bracket bomb costs one step, not one per byte)."""
 _SCALAR: Final = re.compile(rb'[^,\]\}\s]*')
 _WS: Final = re.compile(rb'[ \t\r\n]*')
-_HEAD: Final = re.compile(rb'\{\s*"[^"\\]{0,64}"\s*:')
+_HEAD: Final = re.compile(rb'[\[{][\[{ \t\r\n]{0,16}"[^"\\\n]{0,64}"[ \t\r\n]*:')
+_MAX_HEADS: Final = 16
 _NONFINITE: Final = re.compile(rb'NaN|Infinity')
 _OPEN: Final = frozenset(b"[{")
-_CLOSE: Final = frozenset(b"]}")
 
 
 class Unset:
@@ -151,16 +151,57 @@ class Piece:
     replaced: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Layout:
     """What the elements before the cut looked like: the indentation their lines began with
-    (``None`` when they do not start lines), their first byte, and their head up to the first
-    key (``{"task_id":``) for compact documents."""
+    (``None`` when they do not start lines), their first byte, and, for compact documents,
+    their heads up to the first key (``{"task_id":``), counted.
+
+    Heads are learnt from the good elements before the first break (after one, a good-looking
+    element may be a part of the broken one); a head is trusted once a quarter of them began
+    with it (one stray element must not make every inner message look like a record start).
+    Broken elements add their heads too (a record cut in its middle still begins as the others
+    do). The next start is the first ``,`` followed by any of these heads. With no head at all
+    (a headless bracket bomb first), the first ``,`` followed by a value that parses is taken,
+    once; its head is the guess from then on."""
 
     indent: bytes | None
     opener: int
-    head: bytes | None
     close_indent: bytes | None
+    counts: dict[bytes, int] = field(default_factory=dict)
+    tentative: list[bytes] = field(default_factory=list)
+    broken: bool = False
+    guessed: bool = False
+    top: bool = False
+
+    def learn(self, data: bytes | memoryview, start: int, good: bool) -> None:
+        """Note the head of an element that starts at ``start``: a good one while nothing has
+        broken yet (after a break, a good-looking element may be a part of the broken one),
+        a broken one as a guess."""
+        if self.indent is not None:
+            return
+        match = _HEAD.match(data, start)
+        if good and self.broken:
+            return
+        if not good:
+            self.broken = True
+        if match is None:
+            return
+        head = bytes(match.group())
+        if good:
+            if head in self.counts or len(self.counts) < _MAX_HEADS:
+                self.counts[head] = self.counts.get(head, 0) + 1
+        elif head not in self.tentative and len(self.tentative) < _MAX_HEADS:
+            self.tentative.append(head)
+
+    @property
+    def trusted(self) -> tuple[bytes, ...]:
+        total = sum(self.counts.values())
+        return tuple(h for h, n in self.counts.items() if 4 * n >= total)
+
+    @property
+    def heads(self) -> tuple[bytes, ...]:
+        return self.trusted + tuple(h for h in self.tentative if h not in self.counts)
 
     def next_start(self, data: bytes | memoryview, pos: int) -> int | None:
         """The first element start at or after ``pos``, or ``None`` (then the array's end is
@@ -169,10 +210,20 @@ class _Layout:
             pattern = _line_start(self.indent, self.opener)
             match = pattern.search(data, max(pos - 1, 0))
             return match.end() - 1 if match is not None else None
-        if self.head is not None:
-            match = _compact_start(self.head).search(data, pos)
-            return match.end() - len(self.head) if match is not None else None
-        return None
+        heads = self.heads
+        if heads:
+            match = _compact_start(heads).search(data, pos)
+            if match is not None:
+                return match.start(1)
+        if not self.top and (self.counts or self.guessed):
+            return None  # good elements are known, and none like them follows
+        # a top-level array ends with the document, which lets a record whose head nobody
+        # foresaw be told from a part of a broken one (see _next_whole)
+        found = _next_whole(data, pos, self.top)
+        if found is not None:
+            self.guessed = True
+            self.learn(data, found, good=False)
+        return found
 
     def array_end(self, data: bytes | memoryview, pos: int) -> int | None:
         """Where the array closes, in a pretty-printed document (its ``]`` at the indentation
@@ -187,9 +238,11 @@ _patterns: dict[tuple[object, ...], re.Pattern[bytes]] = {}
 
 
 def _line_start(indent: bytes, opener: int) -> re.Pattern[bytes]:
-    key = ("start", indent, opener)
+    """A line whose content starts at exactly ``indent``: any value may start there (an
+    array can mix objects and arrays), but not the ``}`` or ``]`` that closes an element."""
+    key = ("start", indent)
     if key not in _patterns:
-        _patterns[key] = re.compile(b"\n" + re.escape(indent) + re.escape(bytes([opener])))
+        _patterns[key] = re.compile(b"\n" + re.escape(indent) + rb"[^\s\]\},:]")
     return _patterns[key]
 
 
@@ -200,10 +253,11 @@ def _line_close(indent: bytes) -> re.Pattern[bytes]:
     return _patterns[key]
 
 
-def _compact_start(head: bytes) -> re.Pattern[bytes]:
-    key = ("compact", head)
+def _compact_start(heads: tuple[bytes, ...]) -> re.Pattern[bytes]:
+    key = ("compact", heads)
     if key not in _patterns:
-        _patterns[key] = re.compile(rb",[ \t\r\n]*" + re.escape(head))
+        alternatives = b"|".join(re.escape(head) for head in heads)
+        _patterns[key] = re.compile(rb",[ \t\r\n]*(" + alternatives + rb")")
     return _patterns[key]
 
 
@@ -218,20 +272,16 @@ def _indent_before(data: bytes | memoryview, pos: int) -> bytes | None:
     return indent if not indent.strip() else None
 
 
-def _layout(data: bytes | memoryview, start: int, array: int) -> _Layout:
+def _layout(data: bytes | memoryview, start: int, array: int, top: bool) -> _Layout:
     indent = _indent_before(data, start)
     opener = data[start]
-    head = None
-    if opener == 0x7B:
-        match = _HEAD.match(data, start)
-        head = bytes(match.group()) if match is not None else None
     close_indent = None
     if indent is not None:
         line = bytes(data[max(0, array - 256):array])
         newline = line.rfind(b"\n")
         before = line[newline + 1:] if newline >= 0 else line
         close_indent = bytes(re.match(rb"[ \t]*", before).group())  # type: ignore[union-attr]
-    return _Layout(indent, opener, head, close_indent)
+    return _Layout(indent, opener, close_indent, top=top)
 
 
 def _trim(data: bytes | memoryview, start: int, end: int) -> int:
@@ -241,11 +291,14 @@ def _trim(data: bytes | memoryview, start: int, end: int) -> int:
     return max(end, start + 1)
 
 
-def split_array(data: bytes | memoryview, array: int,
-                limit: int = MAX_DEPTH) -> Generator[Piece, None, int]:
+def split_array(data: bytes | memoryview, array: int, limit: int = MAX_DEPTH,
+                top: bool = False) -> Generator[Piece, None, int]:
     """The elements of the array whose ``[`` is at ``array``, each parsed, and the stretches
     that could not be, each once; ends at the array's ``]`` or at the end of the data, and
-    returns where it stopped (just after the ``]``, or the data's size)."""
+    returns where it stopped (just after the ``]``, or the data's size).
+
+    ``top`` says the array is the whole document: a ``]`` with more than whitespace after it
+    is then not its end (a broken element's inner list closing) but bytes to step over."""
     size = len(data)
     pos = array + 1
     layout: _Layout | None = None
@@ -254,23 +307,46 @@ def split_array(data: bytes | memoryview, array: int,
         if pos >= size:
             return size
         char = data[pos]
-        if char == 0x5D:  # ]
+        if char == 0x5D and not (top and skip_ws(data, pos + 1) < size):
             return pos + 1
-        if char == 0x2C:  # a stray separator: junk up to the next element
-            yield from _junk(data, pos, layout, size)
+        if char == 0x2C or char == 0x5D or char == 0x7D:  # junk up to the next element
             nxt = layout.next_start(data, pos + 1) if layout is not None else None
             if nxt is None:
-                nxt = _next_value(data, pos + 1)
-                if nxt is None:
-                    return size
+                nxt = _next_value(data, pos + 1) if layout is None else None
+            stop = nxt if nxt is not None else size
+            yield Piece(pos, _trim(data, pos, stop),
+                        error=f"unexpected {_show(data, pos)} in an array")
+            if nxt is None:
+                return size
             pos = nxt
             continue
         if layout is None:
-            layout = _layout(data, pos, array)
+            layout = _layout(data, pos, array, top)
         end, state = value_end(data, pos, limit)
-        if state == "eof":
+        value: Any = UNSET
+        error: str | None = None
+        replaced = 0
+        if state == "ok":
+            value, error, replaced = parse_json(data[pos:end])
+            if error is None and top and skip_ws(data, end) >= size:
+                # the array never closes: this element took the elements after it and the
+                # array's ``]`` for its own (a record cut before its last brackets)
+                layout.learn(data, pos, good=False)
+                nxt = layout.next_start(data, pos + 1)
+                if nxt is not None and nxt < end:
+                    error = "the element runs into the elements after it"
+            if error is None:
+                layout.learn(data, pos, good=True)
+                yield Piece(pos, end, value, None, replaced)
+        if state != "ok" or error is not None:
+            layout.learn(data, pos, good=False)
             nxt = layout.next_start(data, pos + 1)
-            if nxt is None:
+            if nxt is not None and (state == "eof" or nxt < end):
+                # the element does not end where the next one begins: cut there
+                yield Piece(pos, _trim(data, pos, nxt), error=_broken(data, pos, nxt))
+                pos = nxt
+                continue
+            if state == "eof":
                 close = layout.array_end(data, pos + 1)
                 stop = close if close is not None else size
                 yield Piece(pos, _trim(data, pos, stop), error=_broken(data, pos, stop))
@@ -278,22 +354,16 @@ def split_array(data: bytes | memoryview, array: int,
                     return size
                 pos = close
                 continue
-            yield Piece(pos, _trim(data, pos, nxt), error=_broken(data, pos, nxt))
-            pos = nxt
-            continue
-        if state == "deep":
-            yield Piece(pos, end, error=deep_reason(limit))
-        else:
-            value, error, replaced = parse_json(data[pos:end])
-            if error is not None:
-                nxt = layout.next_start(data, pos + 1)
-                if nxt is not None and nxt < end:  # the element swallowed the next one
-                    yield Piece(pos, _trim(data, pos, nxt), error=_broken(data, pos, nxt))
-                    pos = nxt
-                    continue
-                yield Piece(pos, end, error=error)
-            else:
-                yield Piece(pos, end, value, None, replaced)
+            # the element ends where its brackets balance; if that is short of the next
+            # element (a bracket too many), what lies between goes with it
+            nxt = layout.next_start(data, end) if layout.heads or layout.indent is not None \
+                else None
+            stop = nxt if nxt is not None else end
+            yield Piece(pos, _trim(data, pos, stop) if nxt is not None else end,
+                        error=deep_reason(limit) if state == "deep" else error)
+            if nxt is not None:
+                pos = nxt
+                continue
         pos = skip_ws(data, end)
         if pos >= size:
             return size
@@ -301,7 +371,7 @@ def split_array(data: bytes | memoryview, array: int,
         if char == 0x2C:
             pos += 1
         elif char == 0x5D:
-            return pos + 1
+            continue  # the end, or (top-level) junk: decided at the loop's head
         elif char in _OPEN and (layout.indent is None
                                 or _indent_before(data, pos) == layout.indent):
             continue  # a missing comma: the next element is whole all the same
@@ -319,13 +389,47 @@ def split_array(data: bytes | memoryview, array: int,
             pos = nxt
 
 
-def _junk(data: bytes | memoryview, pos: int, layout: _Layout | None,
-          size: int) -> Iterator[Piece]:
-    nxt = layout.next_start(data, pos + 1) if layout is not None else None
-    if nxt is None:
-        nxt = _next_value(data, pos + 1)
-    stop = nxt if nxt is not None else size
-    yield Piece(pos, _trim(data, pos, stop), error=f"unexpected {_show(data, pos)} in an array")
+_ANY_START: Final = re.compile(rb",[ \t\r\n]*([\[{])")
+_MAX_CANDIDATES: Final = 1000
+
+
+def _next_whole(data: bytes | memoryview, pos: int, top: bool,
+                stop: int | None = None) -> int | None:
+    """The first ``,`` followed by a value that parses and begins a run of elements that ends
+    as the array does (at the end of the document, for a top-level array): a run of inner
+    values of a broken record ends at a ``]`` followed by more of that record instead."""
+    for tried, match in enumerate(_ANY_START.finditer(data, pos)):
+        if tried >= _MAX_CANDIDATES:
+            return None
+        start = match.start(1)
+        if stop is not None and start >= stop:
+            return None
+        end, state = value_end(data, start)
+        if state != "ok" or parse_json(data[start:end])[1] is not None:
+            continue
+        if _ends_as_array(data, end, top):
+            return start
+    return None
+
+
+def _ends_as_array(data: bytes | memoryview, end: int, top: bool) -> bool:
+    """Whether the elements after one ending at ``end`` run to where the array ends."""
+    size = len(data)
+    while True:
+        at = skip_ws(data, end)
+        if at >= size:
+            return True
+        char = data[at]
+        if char == 0x5D:  # ]
+            return not top or skip_ws(data, at + 1) >= size
+        if char != 0x2C:
+            return False
+        at = skip_ws(data, at + 1)
+        if at >= size:
+            return True
+        end, state = value_end(data, at)
+        if state != "ok":
+            return True  # broken further on: nothing to judge by
 
 
 def _next_value(data: bytes | memoryview, pos: int) -> int | None:

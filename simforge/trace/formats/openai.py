@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from simforge.trace.detect import Sample
+from simforge.trace.detect import SAMPLE_SCAN, Sample
 from simforge.trace.episode import Episode
 from simforge.trace.errors import Location, TraceFormatError
 from simforge.trace.formats._common import Json, to_epoch, validate_episode
@@ -43,9 +43,18 @@ def block_types(messages: list[Any]) -> set[str]:
     return types
 
 
+def is_message_array(doc: Document) -> bool:
+    """Whether an array document is one conversation: most of its first readable items are
+    chat messages (one stray message-like item among conversations does not make it one)."""
+    if doc.layout != "array":
+        return False
+    items = doc.sample_items(SAMPLE_SCAN)
+    return 2 * sum(is_message(item) for item in items) > len(items)
+
+
 def conversation_records(doc: Document) -> Iterator[Record]:
     """Records of a conversation file: an array of messages is one conversation."""
-    if doc.layout == "array" and is_message(doc.first_item_skeleton()):
+    if is_message_array(doc):
         whole = doc.loaded()
         if whole is not None:
             yield Record(Location(doc.path), value=whole)
