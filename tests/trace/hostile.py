@@ -109,6 +109,10 @@ class Case:
     """Records written exactly as they were: each must come out as an episode."""
     total: int = 0
     """Records written, intact or not."""
+    guesswork: bool = False
+    """A compact document whose first record is damaged: with no good record read yet, where
+    the next record begins is a guess (see ``simforge.trace.scan``); its losses are counted
+    apart."""
 
 
 # --- damage -----------------------------------------------------------------------------------
@@ -148,16 +152,17 @@ def with_nan(record: Any, rng: random.Random) -> bytes:
 
 
 def with_deep_value(record: Any, rng: random.Random, levels: int) -> bytes:
-    """The record with a deeply nested value in a free-form place (metadata, or a tool
-    argument given as a JSON string)."""
-    copy = json.loads(json.dumps(record))
-    nested = deep(levels, rng.choice(["array", "object"]))
-    if isinstance(copy, dict):
-        copy["extra_meta"] = nested if rng.random() < 0.5 else json.dumps(nested)
-        if levels > 900:
-            return orjson.dumps(copy) if levels <= 1000 else json.dumps(copy).encode()
-        return orjson.dumps(copy)
-    return json.dumps([*copy, {"role": "user", "content": "x", "deep": nested}]).encode()
+    """The record with a deeply nested value in a free-form place (metadata, or a JSON string
+    that an adapter parses), written as text: no serialiser writes such depth."""
+    nested = deep_text(levels, rng.choice(["array", "object"]))
+    marker = "__deep_value__"
+    if isinstance(record, dict):
+        copy: Any = {**record, "extra_meta": marker}
+    else:
+        copy = [*record, {"role": "user", "content": "x", "deep": marker}]
+    text = orjson.dumps(copy)
+    value = orjson.dumps(nested.decode()) if rng.random() < 0.5 else nested
+    return text.replace(orjson.dumps(marker), value, 1)
 
 
 def with_huge_integer(record: Any, rng: random.Random) -> bytes:
@@ -238,16 +243,19 @@ def _indent(text: bytes) -> bytes:
 def make_case(rng: random.Random, seeds: dict[str, list[Any]], index: int) -> Case:
     """A file of 3 to 12 records of one format, some damaged, in one layout."""
     fmt = rng.choice(sorted(seeds))
-    pool = seeds[fmt]
+    shape = _shape(rng.choice(seeds[fmt]))
+    pool = [r for r in seeds[fmt] if _shape(r) == shape]  # one schema a file, as in the wild
     count = rng.randint(3, 12)
     texts: list[bytes] = []
     intact: list[Any] = []
     damage_rate = rng.choice([0.1, 0.3, 0.5])
+    head_damaged = False
     for position in range(count):
         record = rng.choice(pool)
         first_bad = position == 0 and rng.random() < 0.25
         if first_bad or rng.random() < damage_rate:
             texts.append(damaged_record(record, rng))
+            head_damaged = head_damaged or position == len(intact)
         else:
             texts.append(orjson.dumps(record))
             intact.append(record)
@@ -261,11 +269,19 @@ def make_case(rng: random.Random, seeds: dict[str, list[Any]], index: int) -> Ca
         data = as_array(texts, layout == "pretty", rng)
         name = f"case{index}.json"
     forced = rng.random() < 0.3
-    return Case(name, data, fmt, forced, intact, count)
+    return Case(name, data, fmt, forced, intact, count, layout == "compact" and head_damaged)
+
+
+def _shape(record: Any) -> tuple[str, ...]:
+    """A record's type and first key: records of one file share it (a compact document is
+    resynchronised at the next record that begins like one seen before)."""
+    if isinstance(record, dict):
+        return ("object", next(iter(record), ""))
+    return ("array",)
 
 
 def hostile_corpus() -> list[Path]:
-    return sorted(p for p in HOSTILE.iterdir() if p.is_file() and not p.name.endswith(".md"))
+    return sorted(p for p in HOSTILE.iterdir() if p.is_file() and p.suffix not in (".md", ".py"))
 
 
 # --- checks -----------------------------------------------------------------------------------
