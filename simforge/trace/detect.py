@@ -218,10 +218,13 @@ def samples_of(doc: Document) -> Iterator[Sample]:
             for index, record in enumerate(lines):
                 if index >= SAMPLE_SCAN:
                     break
+                before = doc.replaced
                 try:
                     value = record.value
                 except TraceFormatError:
                     continue
+                if record.location.line is not None:
+                    doc.sampled[record.location.line] = (value, doc.replaced - before)
                 yield Sample(doc.layout, value, doc.path)
         finally:
             lines.close()  # type: ignore[attr-defined]

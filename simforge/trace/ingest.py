@@ -12,10 +12,11 @@ cannot be opened or recognised counts as one record read and rejected; so does e
 a broken document that could not be read as a record.
 
 Besides what its adapter checks, a record is refused when it carries no conversation (no
-message and no tool call: ``[]`` or ``{"messages": []}`` is not an episode) or when a free-form
-value of its episode (arguments, results, metadata, labels, also those parsed from JSON
-strings) is nested deeper than ``simforge.jsonio.MAX_DEPTH`` levels, which no exporter could
-write. Both are checked before the record counts as kept.
+message and no tool call: ``[]`` or ``{"messages": []}`` is not an episode) or when it nests
+deeper than ``simforge.jsonio.MAX_DEPTH`` levels, which no exporter could write: the record's
+value (known shallow when its whole document parsed within the limit), the JSON strings in it
+that adapters parse (``loads_text``), or, for native episodes and plugins, every free-form value
+of the episode. Both are checked before the record counts as kept.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simforge.jsonio import MAX_DEPTH, exceeds_depth
+from simforge.jsonio import MAX_DEPTH, DepthError, exceeds_depth
 from simforge.trace.episode import Episode
 from simforge.trace.errors import Location, StrictModeAbort, TraceFormatError
 from simforge.trace.quarantine import Quarantine
@@ -206,6 +207,7 @@ class _Run:
         report.format = name
         doc.replaced = 0  # what sniffing read is read again
         adapter = get_format(name)()
+        measure = adapter.values_from_record
         records = enumerate(adapter.records(doc))
         pause = _CollectorPause()
         while True:
@@ -219,8 +221,15 @@ class _Run:
                 result.records_read += 1
                 report.records += 1
                 try:
-                    produced = list(adapter.parse(adapter.decode(record), record.location))
+                    decoded = adapter.decode(record)
+                    if (measure and not record.checked and type(decoded) is not bytes
+                            and exceeds_depth(decoded, MAX_DEPTH)):
+                        raise DepthError(MAX_DEPTH)
+                    produced = list(adapter.parse(decoded, record.location))
                     problem = _refusal(produced, adapter)
+                except DepthError as exc:
+                    self.reject(record.location, str(exc), record.text(), name)
+                    continue
                 except TraceFormatError as exc:
                     self.reject(exc.location or record.location, exc.reason, record.text(), name)
                     continue
@@ -277,7 +286,7 @@ def _refusal(episodes: Iterable[Episode], adapter: FormatAdapter) -> str | None:
     for episode in episodes:
         if not episode.messages and not episode.tool_calls and not adapter.empty_episodes:
             return "no conversation: the record has no message and no tool call"
-        if too_deep(episode):
+        if not adapter.values_from_record and too_deep(episode):
             return f"nested deeper than {MAX_DEPTH} levels"
     return None
 
@@ -285,15 +294,26 @@ def _refusal(episodes: Iterable[Episode], adapter: FormatAdapter) -> str | None:
 def too_deep(episode: Episode, limit: int = MAX_DEPTH) -> bool:
     """Whether a free-form value of the episode nests deeper than ``limit``: its metadata,
     labels, the calls' arguments, results and metadata, the messages' metadata, and what a
-    simulation recorded. One measurement over all of them (see ``jsonio.exceeds_depth``)."""
-    values: list[Any] = [episode.metadata, episode.task.metadata, episode.outcome.labels]
+    simulation recorded. One measurement over all of them (see ``jsonio.exceeds_depth``).
+
+    Scalars are left out, above all the long strings (a tau2 domain policy in every episode's
+    metadata is half the bytes of the real traces): a dict's scalars are dropped and its
+    containers measured in a list standing at the dict's level."""
+    values: list[Any] = []
     append = values.append
+    for fields in (episode.metadata, episode.task.metadata, episode.outcome.labels):
+        nested = [v for v in fields.values() if type(v) is dict or type(v) is list]
+        if nested:
+            append(nested)
     for message in episode.messages:
         if message.metadata:
             append(message.metadata)
     for call in episode.tool_calls:
-        append(call.args)
-        append(call.result)
+        if call.args:
+            append(call.args)
+        result = call.result
+        if type(result) is dict or type(result) is list:
+            append(result)
         if call.metadata:
             append(call.metadata)
     sim = episode.simulation
@@ -307,6 +327,8 @@ def too_deep(episode: Episode, limit: int = MAX_DEPTH) -> bool:
             for value in change.fields.values():
                 append(value.old)
                 append(value.new)
+    if not values:
+        return False
     return exceeds_depth(tuple(values), limit + 1)
 
 

@@ -75,7 +75,7 @@ class Record:
     even delimit carries ``error``; touching its value raises :class:`TraceFormatError`.
     """
 
-    __slots__ = ("_value", "error", "location", "owner", "raw")
+    __slots__ = ("_value", "checked", "error", "location", "owner", "raw")
 
     def __init__(
         self,
@@ -84,12 +84,16 @@ class Record:
         value: Any = _UNSET,
         error: str | None = None,
         owner: Document | None = None,
+        checked: bool = False,
     ) -> None:
         self.location = location
         self.raw = raw
         self._value = value
         self.error = error
         self.owner = owner
+        self.checked = checked
+        """Whether the value is known to nest no deeper than ``MAX_DEPTH`` (its document was
+        parsed with the limit; see ``Document.loaded``)."""
 
     @property
     def value(self) -> Any:
@@ -140,6 +144,11 @@ class Document:
         """Bytes of a UTF-8 byte order mark at the start (skipped; offsets count them)."""
         self.replaced = 0
         """``NaN`` / ``Infinity`` values read as ``null`` so far."""
+        self.shallow = False
+        """Whether the loaded document nests no deeper than ``MAX_DEPTH``."""
+        self.sampled: dict[int, tuple[Any, int]] = {}
+        """JSON Lines values parsed for sniffing, by line number, with their ``NaN`` count:
+        handed to the first pass instead of being parsed twice."""
         try:
             with self.open() as stream:
                 self.layout: Layout = sniff_layout(stream)
@@ -175,11 +184,23 @@ class Document:
         except (OSError, ValueError):
             return self.size
 
-    def lines(self) -> Iterator[Record]:
-        """Records of a JSON Lines file, one per non-blank line, with line number and offset."""
+    def lines(self, parse: bool = False) -> Iterator[Record]:
+        """Records of a JSON Lines file, one per non-blank line, with line number and offset.
+
+        With ``parse``, lines are parsed in batches of about ``LINE_BATCH`` bytes: each line
+        in a one-element array, the batch between ``_PAD`` brackets, so that orjson's limit of
+        1,024 levels checks every line against ``MAX_DEPTH`` while it parses (``checked``).
+        A batch is trusted only if every line's array holds exactly one value: a damaged line
+        cannot pass its brackets on to its neighbours. A batch that does not parse (a bad line,
+        a ``NaN``) leaves its lines to be parsed one by one, when their value is asked for."""
         number = 0
         path = self.path
         offset = 0
+        sampled = self.sampled
+        batch: list[Record] = []
+        batch_bytes = 0
+        if parse:
+            sampled.clear()
         try:
             with self.open() as stream:
                 offset = self.bom
@@ -189,12 +210,33 @@ class Document:
                     offset += len(line)
                     if not line or line.isspace():  # what strip() would empty, uncopied
                         continue
+                    if parse:
+                        batch.append(Record(Location(path, line=number, offset=start), raw=line,
+                                            owner=self))
+                        batch_bytes += len(line)
+                        if batch_bytes >= LINE_BATCH:
+                            _parse_batch(batch)
+                            yield from batch
+                            batch = []
+                            batch_bytes = 0
+                        continue
+                    if sampled and number in sampled:
+                        value, replaced = sampled.pop(number)
+                        self.replaced += replaced
+                        yield Record(Location(path, line=number, offset=start), raw=line,
+                                     value=value, owner=self)
+                        continue
                     yield Record(Location(path, line=number, offset=start), raw=line, owner=self)
         except _READ_ERRORS as exc:
+            _parse_batch(batch)
+            yield from batch
+            batch = []
             yield Record(
                 Location(path, line=number + 1, offset=offset),
                 error=f"unreadable after this point: {exc}",
             )
+        _parse_batch(batch)
+        yield from batch
 
     def loaded(self) -> Any:
         """The whole document parsed, or ``None`` when it is too large or broken.
@@ -207,30 +249,42 @@ class Document:
         if self._loaded is _UNSET:
             try:
                 with self.open() as stream:
-                    # Read what the file announces, not ``whole_limit`` bytes: a read of 16 MiB
-                    # allocates and faults in 16 MiB however small the file (1.7 ms each).
-                    data = stream.read(expected + 1)
-                    if len(data) > expected:  # grew since, or a gzip size that wrapped
-                        data += stream.read(self.whole_limit + 1 - len(data))
+                    buffer, size = _read_padded(stream, expected, self.whole_limit)
             except _READ_ERRORS as exc:
                 self._loaded = _BROKEN
                 self.load_error = f"unreadable: {exc}"
                 return None
-            if self.bom:
-                data = BOM + data  # offsets count the mark; parsing skips it
-            if len(data) > self.whole_limit:
+            if size > self.whole_limit:
                 self._loaded = _TOO_BIG
             else:
-                try:
-                    self._loaded = orjson.loads(memoryview(data)[self.bom:] if self.bom else data)
-                except orjson.JSONDecodeError as exc:
-                    self._loaded = _BROKEN
-                    self._data = data
-                    reason = deep_reason() if "depth limit" in str(exc) else f"invalid JSON: {exc}"
-                    self.load_error = reason
+                self._parse(buffer, size)
         if self._loaded is _TOO_BIG or self._loaded is _BROKEN:
             return None
         return self._loaded
+
+    def _parse(self, buffer: bytearray, size: int) -> None:
+        """Parse the document read into ``buffer`` between ``_PAD`` brackets on either side.
+
+        Parsed so, orjson's own limit of 1,024 levels refuses a document deeper than
+        ``MAX_DEPTH`` while parsing, at no cost: every record of a document that parses is
+        known to be shallow enough (``Record.checked``), and only a deeper document (parsed
+        again without the padding) has its records measured one by one."""
+        view = memoryview(buffer)
+        content = view[_PAD:_PAD + size]
+        try:
+            value = _unwrap(orjson.loads(buffer), _PAD)
+            self.shallow = True
+        except (orjson.JSONDecodeError, _NotOne):
+            try:
+                value = orjson.loads(content)
+            except orjson.JSONDecodeError as exc:
+                self._loaded = _BROKEN
+                self._data = (BOM if self.bom else b"") + bytes(content)
+                reason = deep_reason() if "depth limit" in str(exc) else f"invalid JSON: {exc}"
+                self.load_error = reason
+                return
+            self.shallow = False
+        self._loaded = value
 
     def _expected_size(self) -> int:
         """The content's size from the size on disk (or gzip's size trailer, modulo 2**32: a
@@ -324,8 +378,9 @@ class Document:
 
     def _items_of_value(self, doc: Any, prefix: str) -> Iterator[Record]:
         path = self.path
+        checked = self.shallow
         if prefix == "":
-            yield Record(Location(path), value=doc)
+            yield Record(Location(path), value=doc, checked=checked)
             return
         container = doc
         keys = prefix.split(".")[:-1]
@@ -342,7 +397,8 @@ class Document:
             )
             return
         for index, value in enumerate(container):
-            yield Record(Location(path, index=index, pointer=f"{name}[{index}]"), value=value)
+            yield Record(Location(path, index=index, pointer=f"{name}[{index}]"), value=value,
+                         checked=checked)
 
     def _items_streamed(self, prefix: str, backend: Any = ijson) -> Iterator[Record]:
         """Items streamed with ijson's C backend; from an integer beyond 64 bits on, which
@@ -459,6 +515,74 @@ class Document:
                 return skeleton(_until_error(events), top_items=top_items)
         except _READ_ERRORS:
             return None
+
+
+_PAD: Final = 1024 - MAX_DEPTH
+"""Brackets around a document parsed whole: orjson refuses more than 1,024 levels."""
+
+
+class _NotOne(Exception):
+    """A padding level that does not hold exactly one value: the content closed it."""
+
+
+def _unwrap(value: Any, levels: int) -> Any:
+    for _ in range(levels):
+        if type(value) is not list or len(value) != 1:
+            raise _NotOne
+        value = value[0]
+    return value
+
+
+def _read_padded(stream: IO[bytes], expected: int, limit: int) -> tuple[bytearray, int]:
+    """The content read into a buffer between ``_PAD`` opening and closing brackets, and
+    its size. Read into place (no copy of the content), as much as the file announces: a read
+    of 16 MiB allocates and faults in 16 MiB however small the file (1.7 ms each)."""
+    buffer = bytearray(_PAD + expected + 1 + _PAD)
+    view = memoryview(buffer)
+    size = 0
+    while size < expected + 1:
+        got = stream.readinto(view[_PAD + size:_PAD + expected + 1])  # type: ignore[attr-defined]
+        if not got:
+            break
+        size += got
+    if size > expected:  # grew since, or a gzip size that wrapped: read on, copying
+        content = bytes(view[_PAD:_PAD + size]) + stream.read(limit + 1 - size)
+        view.release()
+        size = len(content)
+        buffer = bytearray(b"[" * _PAD) + content + b"]" * _PAD
+        return buffer, size
+    view[:_PAD] = b"[" * _PAD
+    view[_PAD + size:_PAD + size + _PAD] = b"]" * _PAD
+    view[_PAD + size + _PAD:] = b" " * (len(buffer) - 2 * _PAD - size)
+    view.release()
+    return buffer, size
+
+
+LINE_BATCH: Final = 256 * 1024
+"""Bytes of JSON Lines parsed in one call (see ``Document.lines``)."""
+_LINE_PAD: Final = 1024 - 2 - MAX_DEPTH
+_LINE_OPEN: Final = b"[" * _LINE_PAD + b"[["
+_LINE_CLOSE: Final = b"]]" + b"]" * _LINE_PAD
+
+
+def _parse_batch(batch: list[Record]) -> None:
+    """Give each record of ``batch`` its value, checked against ``MAX_DEPTH``, if the whole
+    batch parses so; else leave them to be parsed one by one."""
+    if not batch:
+        return
+    text = b"".join((_LINE_OPEN, b"],[".join([r.raw or b"" for r in batch]), _LINE_CLOSE))
+    try:
+        wrappers = _unwrap(orjson.loads(text), _LINE_PAD)
+    except (orjson.JSONDecodeError, _NotOne):
+        return
+    if type(wrappers) is not list or len(wrappers) != len(batch):
+        return
+    for wrapper in wrappers:
+        if type(wrapper) is not list or len(wrapper) != 1:
+            return
+    for record, wrapper in zip(batch, wrappers, strict=True):
+        record._value = wrapper[0]
+        record.checked = True
 
 
 STREAM_DEPTH_GUARD: Final = 2048

@@ -44,6 +44,12 @@ class FormatAdapter:
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
+    values_from_record: ClassVar[bool] = False
+    """Whether every free-form value of this adapter's episodes comes from its record's parsed
+    value, or from JSON strings in it parsed with ``formats._common.loads_text``: ingestion
+    then measures the record's depth (often known from its document already) instead of every
+    episode's values (twice the cost). The built-in trace formats say so; native validates raw
+    bytes, and a plugin is measured episode by episode."""
     empty_episodes: ClassVar[bool] = True
     """Whether an episode with no message and no tool call is a record worth keeping. The
     built-in trace formats say no (``[]`` or ``{"messages": []}`` is garbage, not an episode);
@@ -56,7 +62,7 @@ class FormatAdapter:
     def records(self, doc: Document) -> Iterator[Record]:
         """The records of a file: lines of JSONL, items of an array, or the whole object."""
         if doc.layout == "jsonl":
-            return doc.lines()
+            return doc.lines(parse=self.values_from_record)
         if doc.layout == "array":
             return doc.items("item")
         return doc.items("")

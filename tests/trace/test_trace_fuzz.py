@@ -186,7 +186,7 @@ def test_the_campaign(tmp_path: Path) -> None:
     assert figures["peak_rss_mb"] < 300
     assert figures["intact_lost"] == 0, figures["examples"]
     # compact documents whose first record is damaged: resynchronising is a guess there
-    assert figures["guesswork_lost"] <= 0.02 * max(1, figures["guesswork_intact"])
+    assert figures["guesswork_lost"] <= 0.1 * max(1, figures["guesswork_intact"])
     assert figures["records_kept"] + figures["rejected"] == figures["records_read"]
     assert figures["kill_runs"] == 4 and figures["partial_outputs"] == 0
 

@@ -39,6 +39,7 @@ class LangfuseFormat(GroupingAdapter):
     name = "langfuse"
     description = "Langfuse observations (TOOL / GENERATION, level ERROR)"
     empty_episodes = False
+    values_from_record = True
 
     def sniff(self, sample: Sample) -> float:
         value = sample.value

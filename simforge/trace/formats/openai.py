@@ -57,7 +57,7 @@ def conversation_records(doc: Document) -> Iterator[Record]:
     if is_message_array(doc):
         whole = doc.loaded()
         if whole is not None:
-            yield Record(Location(doc.path), value=whole)
+            yield Record(Location(doc.path), value=whole, checked=doc.shallow)
             return
         messages: list[Any] = []
         for record in doc.items("item"):
@@ -68,7 +68,7 @@ def conversation_records(doc: Document) -> Iterator[Record]:
         yield Record(Location(doc.path), value=messages)
         return
     if doc.layout == "jsonl":
-        yield from doc.lines()
+        yield from doc.lines(parse=True)
     elif doc.layout == "array":
         yield from doc.items("item")
     else:
@@ -80,6 +80,7 @@ class OpenAIFormat(FormatAdapter):
     name = "openai"
     description = "OpenAI Chat Completions messages (tool_calls / function_call)"
     empty_episodes = False
+    values_from_record = True
 
     def sniff(self, sample: Sample) -> float:
         messages = message_list(sample.value)

@@ -72,8 +72,10 @@ def legacy_event_message(name: Any, at: float | None, attrs: Json) -> Json | Non
     if isinstance(body, str):
         import orjson
 
+        from simforge.trace.formats._common import loads_text
+
         try:
-            body = orjson.loads(body)
+            body = loads_text(body)
         except orjson.JSONDecodeError:
             body = {"content": body}
     if not isinstance(body, dict):

@@ -54,6 +54,7 @@ class Tau2Format(FormatAdapter):
     name = "tau2"
     description = "tau2-bench results files ({info, tasks, simulations})"
     empty_episodes = False
+    values_from_record = True
 
     def __init__(self) -> None:
         self.tasks: dict[str, Json] = {}
@@ -71,7 +72,7 @@ class Tau2Format(FormatAdapter):
 
     def records(self, doc: Document) -> Iterator[Record]:
         if doc.layout == "jsonl":
-            return doc.lines()
+            return doc.lines(parse=True)
         if doc.layout == "array":
             return doc.items("item")
         head = doc.skeleton()
