@@ -7,8 +7,8 @@ backend, so memory stays flat however large the file grows. Both whole documents
 are parsed with orjson. (msgspec parses pretty-printed documents 12-35% faster, but it keeps
 integers beyond 64 bits exact where orjson rounds them to floats, and code downstream that
 serialises with orjson then fails on them; the gain, 3% of ingestion, is not worth two
-behaviours.) JSON Lines are always read line by line. Gzip is recognised by its magic bytes,
-not by the file name.
+behaviours.) JSON Lines are always read line by line (and parsed in batches of lines, see
+``Document.lines``). Gzip is recognised by its magic bytes, not by the file name.
 
 The layout comes from the content (see ``detect.sniff_layout``); only a ``.jsonl``/``.ndjson``
 name overrides it, for files whose content cannot tell. A UTF-8 byte order mark is skipped

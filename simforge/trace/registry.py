@@ -193,8 +193,9 @@ def detect_document_format(doc: Document) -> str | None:
         score, name = best
         votes[name] = votes.get(name, 0) + 1
         confidence[name] = confidence.get(name, 0.0) + score
-        if sum(votes.values()) >= SAMPLE_RECORDS:
-            break
+        cast = sum(votes.values())
+        if cast >= SAMPLE_RECORDS or (len(votes) == 1 and 2 * cast > SAMPLE_RECORDS):
+            break  # all of a majority agree: the records left could not change the outcome
     if not votes:
         return None
     return max(votes, key=lambda name: (confidence[name], votes[name]))
