@@ -21,10 +21,8 @@ format and key, not validated again row by row (that is the work it saves). Valu
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
-import secrets
 import sys
 from collections.abc import Iterable
 from functools import cache
@@ -33,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+
+from simforge import atomic
 
 FORMAT = "simforge-cache/1"
 MAX_ENTRY_BYTES = 256 * 1024 * 1024
@@ -136,13 +136,8 @@ def store(namespace: str, key: str, value: Any) -> bool:
         return False
     if len(data) > MAX_ENTRY_BYTES:
         return False
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
+        atomic.write_bytes(path, data)
     except OSError:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
         return False
     return True

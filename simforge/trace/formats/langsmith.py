@@ -51,6 +51,8 @@ def _trace_key(run: Json) -> str:
 class LangSmithFormat(GroupingAdapter):
     name = "langsmith"
     description = "LangSmith run exports (run_type, inputs, outputs, dotted_order)"
+    empty_episodes = False
+    values_from_record = True
 
     def sniff(self, sample: Sample) -> float:
         value = sample.value

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from simforge.trace.detect import Sample
+from simforge.trace.detect import SAMPLE_SCAN, Sample
 from simforge.trace.episode import Episode
 from simforge.trace.errors import Location, TraceFormatError
 from simforge.trace.formats._common import Json, to_epoch, validate_episode
@@ -47,12 +47,21 @@ def block_types(messages: list[Any]) -> set[str]:
     return types
 
 
+def is_message_array(doc: Document) -> bool:
+    """Whether an array document is one conversation: most of its first readable items are
+    chat messages (one stray message-like item among conversations does not make it one)."""
+    if doc.layout != "array":
+        return False
+    items = doc.sample_items(SAMPLE_SCAN)
+    return 2 * sum(is_message(item) for item in items) > len(items)
+
+
 def conversation_records(doc: Document) -> Iterator[Record]:
     """Records of a conversation file: an array of messages is one conversation."""
-    if doc.layout == "array" and is_message(doc.first_item_skeleton()):
+    if is_message_array(doc):
         whole = doc.loaded()
         if whole is not None:
-            yield Record(Location(doc.path), value=whole)
+            yield Record(Location(doc.path), value=whole, checked=doc.shallow)
             return
         messages: list[Any] = []
         for record in doc.items("item"):
@@ -63,7 +72,7 @@ def conversation_records(doc: Document) -> Iterator[Record]:
         yield Record(Location(doc.path), value=messages)
         return
     if doc.layout == "jsonl":
-        yield from doc.lines()
+        yield from doc.lines(parse=True)
     elif doc.layout == "array":
         yield from doc.items("item")
     else:
@@ -74,6 +83,8 @@ def conversation_records(doc: Document) -> Iterator[Record]:
 class OpenAIFormat(FormatAdapter):
     name = "openai"
     description = "OpenAI Chat Completions messages (tool_calls / function_call)"
+    empty_episodes = False
+    values_from_record = True
 
     def sniff(self, sample: Sample) -> float:
         messages = message_list(sample.value)

@@ -32,7 +32,13 @@ import orjson
 from simforge.trace.detect import Sample
 from simforge.trace.episode import Episode
 from simforge.trace.errors import Location, TraceFormatError
-from simforge.trace.formats._common import Json, as_dict, record_label, validate_episode
+from simforge.trace.formats._common import (
+    Json,
+    as_dict,
+    loads_text,
+    record_label,
+    validate_episode,
+)
 from simforge.trace.formats._grouped import (
     GroupingAdapter,
     ObservedCall,
@@ -129,6 +135,8 @@ def _spans_of_resource(group: Any, location: Location) -> Iterator[Record]:
 class OTLPFormat(GroupingAdapter):
     name = "otlp"
     description = "OTLP JSON traces (OpenTelemetry GenAI conventions, OpenInference)"
+    empty_episodes = False
+    values_from_record = True
 
     def sniff(self, sample: Sample) -> float:
         value = sample.value
@@ -140,7 +148,7 @@ class OTLPFormat(GroupingAdapter):
         return 0.0
 
     def records(self, doc: Document) -> Iterator[Record]:
-        source = doc.lines() if doc.layout == "jsonl" else (
+        source = doc.lines(parse=True) if doc.layout == "jsonl" else (
             doc.items("item") if doc.layout == "array" else doc.items("resourceSpans.item"))
         for record in source:
             if record.error is not None:
@@ -151,10 +159,11 @@ class OTLPFormat(GroupingAdapter):
             except TraceFormatError:
                 yield record
                 continue
-            if doc.layout == "object":
-                yield from _spans_of_resource(value, record.location)
-            else:
-                yield from _spans_of(value, record.location)
+            spans = (_spans_of_resource(value, record.location) if doc.layout == "object"
+                     else _spans_of(value, record.location))
+            for span in spans:
+                span.checked = record.checked
+                yield span
 
     def decode(self, record: Record) -> Any:
         return record.value
@@ -285,7 +294,7 @@ def _outcome(spans: list[Json], root: Json) -> Json:
 def _json(value: Any) -> Any:
     if isinstance(value, str):
         try:
-            return orjson.loads(value)
+            return loads_text(value)
         except orjson.JSONDecodeError:
             return None
     return value

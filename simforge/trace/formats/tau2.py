@@ -56,6 +56,8 @@ def _instruction(task: Json) -> str | None:
 class Tau2Format(FormatAdapter):
     name = "tau2"
     description = "tau2-bench results files ({info, tasks, simulations})"
+    empty_episodes = False
+    values_from_record = True
 
     def __init__(self) -> None:
         self.tasks: dict[str, Json] = {}
@@ -74,7 +76,7 @@ class Tau2Format(FormatAdapter):
 
     def records(self, doc: Document) -> Iterator[Record]:
         if doc.layout == "jsonl":
-            return doc.lines()
+            return doc.lines(parse=True)
         if doc.layout == "array":
             return doc.items("item")
         head = doc.skeleton()
@@ -171,9 +173,10 @@ class Tau2Format(FormatAdapter):
                 meta["requestor"] = raw["requestor"]
         else:
             tool_calls = get("tool_calls")
+            if tool_calls is not None and type(tool_calls) is not list:
+                raise TraceFormatError(location,
+                                       f"tool_calls is not an array: {tool_calls!r:.40}")
             if tool_calls:
-                if not isinstance(tool_calls, list):
-                    raise TraceFormatError(location, "tool_calls is not an array")
                 index = len(conv.messages)
                 ids = []
                 for tc in tool_calls:
