@@ -1,6 +1,6 @@
 """Fault-plan benchmark: the per-call overhead of a plan of 50 rules against no plan.
 
-Run: ``python benchmarks/faults.py [--calls 30000] [--rounds 30]``
+Run: ``python benchmarks/faults.py [--calls 30000] [--rounds 30] [--no-mix]``
 
 Both sides run the same simulated CRUD read through ``Session.step`` in this process:
 
@@ -11,6 +11,10 @@ Both sides run the same simulated CRUD read through ``Session.step`` in this pro
   so each call makes 50 keyed draws: the worst case of a plan that size;
 - *50 rules, realistic, never firing*: the realistic plan with every probability at 1e-9: the
   cost of deciding alone, without the work of the faults that fire.
+
+The same plans are also measured on the kernel benchmark's realistic mix (short episodes of 5 to
+30 reads and writes over 10 to 16 of 16 tools, a new session per episode, first calls included),
+where the realistic plan's globs (``get_*``, ``update_*``, ...) match most calls.
 
 The overhead is (time with plan / time without) - 1; the issue's target is under 20%.
 """
@@ -27,7 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from kernel import PACK
+from kernel import MIX_PACK, MIX_ROWS, PACK, mix_plan
 
 from simforge.faults import FaultProfile
 from simforge.sim import CallRequest, Session
@@ -75,12 +79,7 @@ def matching_rules() -> list[dict[str, Any]]:
 
 
 def session(rules: list[dict[str, Any]] | None) -> Session:
-    profile = (
-        FaultProfile.model_validate({"name": "bench", "rules": rules})
-        if rules is not None
-        else None
-    )
-    return Session(PACK.catalog, PACK.world(0, 10000), faults=profile)
+    return Session(PACK.catalog, PACK.world(0, 10000), faults=profile_of(rules))
 
 
 def chunk(sess: Session, start: int, n: int) -> float:
@@ -103,6 +102,33 @@ def chunk(sess: Session, start: int, n: int) -> float:
         gc.enable()
 
 
+def mix_chunk(profile: FaultProfile | None, episodes: list[list[CallRequest]],
+              seed0: int) -> float:
+    """CPU seconds per call of the mix's ``episodes``, a new session (and a restored world)
+    per episode."""
+    catalog, world = MIX_PACK.catalog, MIX_PACK.world(0, MIX_ROWS)
+    snap = world.snapshot()
+    calls = sum(len(e) for e in episodes)
+    gc.collect()
+    gc.disable()
+    try:
+        t0 = time.process_time()
+        for i, episode in enumerate(episodes):
+            world.restore(snap)
+            step = Session(catalog, world, seed=seed0 + i, faults=profile).step
+            for request in episode:
+                step([request], think=0.0)
+        return (time.process_time() - t0) / calls
+    finally:
+        gc.enable()
+
+
+def profile_of(rules: list[dict[str, Any]] | None) -> FaultProfile | None:
+    if rules is None:
+        return None
+    return FaultProfile.model_validate({"name": "bench", "rules": rules})
+
+
 VARIANTS: list[tuple[str, list[dict[str, Any]] | None]] = [
     ("no plan", None),
     ("50 rules, realistic, never firing",
@@ -116,6 +142,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=30_000, help="calls per variant")
     parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--no-mix", dest="mix", action="store_false",
+                        help="skip the realistic mix")
     args = parser.parse_args()
     PACK.base(0, 10000)
     per = max(1, args.calls // args.rounds)
@@ -128,9 +156,26 @@ def main() -> None:
         for name, _ in order:
             times[name].append(chunk(sessions[name], r * per, per))
         print(f"round {r + 1}/{args.rounds}", file=sys.stderr, flush=True)
+    report(times, f"{per} calls per chunk, {args.rounds} rounds")
+    if args.mix:
+        MIX_PACK.base(0, MIX_ROWS)
+        plan = mix_plan(max(args.rounds, args.calls // 17))
+        size = max(1, len(plan) // args.rounds)
+        profiles = {name: profile_of(rules) for name, rules in VARIANTS}
+        mixed: dict[str, list[float]] = {name: [] for name, _ in VARIANTS}
+        for r in range(args.rounds):
+            episodes = plan[(r * size) % len(plan):][:size]
+            order = VARIANTS[r % len(VARIANTS):] + VARIANTS[:r % len(VARIANTS)]
+            for name, _ in order:
+                mixed[name].append(mix_chunk(profiles[name], episodes, r * size))
+            print(f"mix round {r + 1}/{args.rounds}", file=sys.stderr, flush=True)
+        print()
+        report(mixed, f"realistic mix: {size} episodes per chunk, {args.rounds} rounds")
+
+
+def report(times: dict[str, list[float]], what: str) -> None:
     base = times["no plan"]
-    print(f"{per} calls per chunk, {args.rounds} rounds; medians, with the middle half of the "
-          "per-round overheads\n")
+    print(f"{what}; medians, with the middle half of the per-round overheads\n")
     print("| plan | us/call | overhead vs no plan | middle half |")
     print("|---|---:|---:|---:|")
     for name, ts in times.items():

@@ -8,11 +8,20 @@ the schedule of one tool does not shift when the agent calls another tool more o
 and the same seed with the plan switched off is the paired baseline. A draw costs about 50 ns
 (a hash per decision would cost a microsecond); a ``random.Random`` for a fault's own parameters
 is only created when it fires.
+
+What a rule needs to be checked against a tool (whether it applies at all, its window, its
+argument predicates, its parameters) depends on the profile and the tool alone, so it is worked
+out once per profile and tool and shared by every session that plays the profile
+(:func:`_static_of`); a session adds only the streams. Seeding those streams is what is left
+of a plan's cost on a tool's first call in a session (a Mersenne Twister's state per rule and
+tool, a few microseconds each), which short episodes that call many tools once or twice pay on
+most calls: see BENCHMARKS.md's fault plans on the realistic mix.
 """
 
 from __future__ import annotations
 
 import random
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -27,15 +36,14 @@ _NO_PARAMS: dict[str, Any] = {}  # the parameters a fault adds to its rule's: mo
 
 
 class _Compiled:
-    """A rule bound to one tool: its stream, and which checks it needs at all."""
+    """A rule as it is checked against one tool: which checks it needs at all. Shared by every
+    session of the profile; the stream it draws from is the session's."""
 
-    __slots__ = ("args", "draw", "fault", "gated", "kind", "params", "probability", "rule", "when")
+    __slots__ = ("args", "fault", "gated", "kind", "params", "probability", "rule", "when")
 
-    def __init__(self, rule: FaultRule, seed: int, tool: str) -> None:
+    def __init__(self, rule: FaultRule) -> None:
         self.rule = rule
         self.probability = rule.probability
-        stream = random.Random(f"{seed}\x1frule\x1f{rule.id}\x1f{tool}")
-        self.draw = stream.random if rule.probability < 1.0 else None
         self.when = None if rule.when == _ALWAYS_OPEN else rule.when
         self.args = rule.target if rule.target.args else None
         self.fault = rule.fault
@@ -43,6 +51,34 @@ class _Compiled:
         self.kind = rule.fault.kind
         self.gated = type(rule.fault).gated
         """Whether the rule, once drawn and open, still asks its kind whether it fires."""
+
+
+class _Static:
+    """What a profile's rules are against each tool, shared by every session of the profile."""
+
+    __slots__ = ("by_tool", "rules", "surface_rules")
+
+    def __init__(self, profile: FaultProfile) -> None:
+        live = [r for r in profile.rules if r.probability > 0]
+        self.rules = [r for r in live if r.fault.stage != "surface"]
+        self.surface_rules = [r for r in live if r.fault.stage == "surface"]
+        self.by_tool: dict[tuple[str, str, tuple[str, ...]], list[_Compiled]] = {}
+        """The rules that can hit a tool, by what ``applies_to`` reads of it (name, kind,
+        entities)."""
+
+
+_STATIC: dict[int, tuple[weakref.ref[FaultProfile], _Static]] = {}
+"""Per live profile, by identity (a profile is not hashable); an entry goes with its profile."""
+
+
+def _static_of(profile: FaultProfile) -> _Static:
+    key = id(profile)
+    hit = _STATIC.get(key)
+    if hit is not None and hit[0]() is profile:
+        return hit[1]
+    static = _Static(profile)
+    _STATIC[key] = (weakref.ref(profile, lambda _ref: _STATIC.pop(key, None)), static)
+    return static
 
 
 _Entry = tuple[Callable[[], float] | None, float, _Compiled]
@@ -55,12 +91,9 @@ class FaultPlan:
     def __init__(self, profile: FaultProfile, seed: int) -> None:
         self.profile = profile
         self.seed = seed
-        self.rules = [
-            r for r in profile.rules if r.probability > 0 and r.fault.stage != "surface"
-        ]
-        self.surface_rules = [
-            r for r in profile.rules if r.probability > 0 and r.fault.stage == "surface"
-        ]
+        self._static = _static_of(profile)
+        self.rules = self._static.rules
+        self.surface_rules = self._static.surface_rules
         self._by_tool: dict[str, list[_Entry]] = {}
         self.state: dict[str, dict[str, Any]] = {}
         """Each gated rule's own state for the session (by rule id): token buckets, tokens."""
@@ -74,11 +107,18 @@ class FaultPlan:
         the cost of reading the same three attributes."""
         compiled = self._by_tool.get(spec.name)
         if compiled is None:
-            compiled = []
-            for r in self.rules:
-                if r.applies_to(spec):
-                    c = _Compiled(r, self.seed, spec.name)
-                    compiled.append((c.draw, c.probability, c))
+            key = (spec.name, spec.kind, tuple(spec.entities))
+            static = self._static.by_tool.get(key)
+            if static is None:
+                static = self._static.by_tool[key] = [
+                    _Compiled(r) for r in self.rules if r.applies_to(spec)
+                ]
+            seed, tool = self.seed, spec.name
+            compiled = [
+                (random.Random(f"{seed}\x1frule\x1f{c.rule.id}\x1f{tool}").random
+                 if c.probability < 1.0 else None, c.probability, c)
+                for c in static
+            ]
             self._by_tool[spec.name] = compiled
         return compiled
 

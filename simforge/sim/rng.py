@@ -28,7 +28,7 @@ class LazyRandom(random.Random):
     run the C methods directly. ``getstate``, ``setstate`` and ``seed`` (and so ``pickle`` and
     ``copy``) see the seeded generator."""
 
-    def __init__(self, material: Any = None) -> None:  # noqa: D107 - the seed is deferred
+    def __init__(self, material: Any = None) -> None:
         self._material = material
         self.gauss_next = None
         self.random = self._first_random  # type: ignore[method-assign]

@@ -157,3 +157,38 @@ def test_drift_changes_the_world_while_the_agent_thinks(make_session):
 def test_an_empty_profile_gives_no_plan(make_session):
     assert make_session([]).plan is None
     assert FaultProfile(name="x").empty
+
+
+@settings(settings.get_profile("faults"))
+@given(seed=st.integers(0, 10**6), steps=CALLS, p=st.floats(0.2, 0.9))
+def test_sessions_sharing_one_profile_play_as_if_each_had_its_own(mini_pack, seed, steps, p):
+    """What a profile's rules are against each tool is worked out once and shared by every
+    session of the profile; a session's draws, windows and gates stay its own."""
+    rules = [
+        {"id": "w", "fault": {"kind": "error_status"}, "probability": p,
+         "when": {"after_calls": 1}},
+        {"id": "g", "fault": {"kind": "latency", "multiplier": 2}, "probability": p,
+         "target": {"tools": ["get_*", "list_*"]}},
+        {"id": "a", "fault": {"kind": "timeout"}, "probability": p,
+         "target": {"args": {"limit": {"gt": 10}}}},
+    ]
+
+    def profile() -> FaultProfile:
+        return FaultProfile.model_validate({"name": "test", "rules": rules})
+
+    def trajectory(s: Session) -> list[tuple[str, int, list[str]]]:
+        return [(o.tool, o.call_index, [f.rule for f in o.faults]) for o in s.recorder.calls]
+
+    shared = profile()
+    first = Session(mini_pack.catalog, mini_pack.world(), seed=seed, faults=shared)
+    second = Session(mini_pack.catalog, mini_pack.world(), seed=seed + 1, faults=shared)
+    own = [Session(mini_pack.catalog, mini_pack.world(), seed=s, faults=profile())
+           for s in (seed, seed + 1)]
+    for step in steps:  # the shared sessions interleaved, each own session alone
+        for s in (first, second):
+            s.step([request(t, i) for t, i in step], think=1.0)
+    for s in own:
+        for step in steps:
+            s.step([request(t, i) for t, i in step], think=1.0)
+    assert trajectory(first) == trajectory(own[0])
+    assert trajectory(second) == trajectory(own[1])
