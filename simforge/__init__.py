@@ -10,8 +10,11 @@ change. Start with :func:`make`::
 
 from __future__ import annotations
 
+from typing import Any
+
 from simforge.env import Action, ActionError, SimforgeEnv, make
 from simforge.env.gym_hook import register_when_imported
+from simforge.errors import InfrastructureError, PluginError, SimforgeError, UserError
 from simforge.scenario import Scenario, ScenarioError, ScenarioRegistry, load_pack, load_scenario
 from simforge.scoring import Rubric, Score, Verdict, validator
 from simforge.sim import Budgets, CallRequest, Session
@@ -34,9 +37,29 @@ from simforge.world import EntitySchema, World, entity, entity_base
 
 __version__ = "0.1.0"
 
+_LAZY = {
+    "RunStore": "simforge.runs.store",
+    "StoreError": "simforge.runs.store",
+    "create_app": "simforge.serve.app",
+    "synthesize": "simforge.synth.build",
+}
+"""Public names whose modules are heavy (the serving stack, SQLAlchemy, the learners), imported
+on first use so that ``import simforge`` stays what an environment needs."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'simforge' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 def _register_with_gymnasium() -> None:
-    from simforge.env.gym import register_scenarios
+    from simforge.env.gym_ids import register_scenarios
 
     register_scenarios()
 
@@ -55,15 +78,20 @@ __all__ = [
     "EntitySchema",
     "Episode",
     "ErrorModel",
+    "InfrastructureError",
     "LogNormal",
     "Pack",
+    "PluginError",
     "Rubric",
+    "RunStore",
     "Scenario",
     "ScenarioError",
     "ScenarioRegistry",
     "Score",
     "Session",
     "SimforgeEnv",
+    "SimforgeError",
+    "StoreError",
     "Tool",
     "ToolCall",
     "ToolContext",
@@ -71,15 +99,18 @@ __all__ = [
     "ToolSpec",
     "Trajectory",
     "Uniform",
+    "UserError",
     "Verdict",
     "World",
     "__version__",
+    "create_app",
     "crud_tools",
     "entity",
     "entity_base",
     "load_pack",
     "load_scenario",
     "make",
+    "synthesize",
     "tool",
     "validator",
 ]

@@ -44,16 +44,14 @@ err_console = make_console(stderr=True)
 
 @contextmanager
 def user_errors() -> Iterator[None]:
-    """Turn errors about the user's input into one clear line and exit code 2, no traceback."""
-    from simforge.config import ConfigError, NotFound
-    from simforge.env.action import ActionError
-    from simforge.faults.background import BackgroundError
-    from simforge.scenario import PluginError
-    from simforge.world.schema import SeedDataError
+    """Turn errors about the user's input (:class:`simforge.errors.UserError`: a scenario, a
+    config, an action, a trace, a plugin) into one clear line and exit code 2, no traceback.
+    Anything else is a bug or an infrastructure failure and keeps its traceback."""
+    from simforge.errors import UserError
 
     try:
         yield
-    except (ConfigError, NotFound, PluginError, ActionError, SeedDataError, BackgroundError) as exc:
+    except UserError as exc:
         err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
         raise typer.Exit(2) from None
 

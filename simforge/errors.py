@@ -1,16 +1,39 @@
 """simforge's exceptions, one tree::
 
     SimforgeError
-    ├── UserError             bad input: a scenario, a config file, an action, a trace, a plugin
-    │   ├── ConfigError       (simforge.config) a file that cannot be used: file, line, field
-    │   ├── NotFound          (simforge.config) a name that is not registered; says what is
-    │   └── PluginError       a plugin (pack, validator, fault kind, format) that cannot be used
-    └── InfrastructureError   what simforge depends on failed: a store, an endpoint, a worker
+    ├── UserError                 bad input; the message says where and what, in one line
+    │   ├── ConfigError           (config) a file that cannot be used: file, line, field
+    │   │   ├── ScenarioError     (scenario.loader) a scenario that cannot be loaded
+    │   │   └── FaultConfigError  (faults.library) a fault profile that cannot be used
+    │   ├── NotFound              (config) a name that is not registered; says what is
+    │   ├── PluginError           a plugin (pack, validator, fault kind, format) that cannot
+    │   │   │                     be used, named
+    │   │   ├── FormatPluginError (trace.errors) a trace-format plugin
+    │   │   └── ToolDefinitionError (tools.errors) a tool a pack defines wrongly
+    │   ├── TraceError            (trace.errors) a trace that cannot be read; TraceFormatError
+    │   ├── ActionError           (env.action) an agent's action that is not one
+    │   ├── SessionClosed         (sim.session) a step after the episode ended
+    │   ├── SeedDataError         (world.schema) seed rows that do not fit their entity
+    │   ├── BackgroundError       (faults.background) background load that cannot run
+    │   ├── OfferError            (scenario.offer) a tool offer that names no tool
+    │   ├── StrictSchemaError     (tools.spec) a schema strict mode cannot express
+    │   ├── DepthError            (jsonio) JSON nested deeper than the limit
+    │   ├── ReferenceReplayError  (scoring.replay) a reference solution that does not replay
+    │   ├── ValidatorParamsError  (scoring.registry) a validator's settings
+    │   └── NothingToLearn, PackFormatError, SnapshotError   (synth) inputs and pack files
+    ├── InfrastructureError       what simforge depends on failed
+    │   ├── StoreError            (runs.store) a run store that cannot be reached or used
+    │   ├── PolicyUnavailable     (policies.base) a model endpoint; ChatError (chat)
+    │   ├── SimulatedUserError    (users.base) the simulated user's endpoint
+    │   └── RayUnavailable        (runs.ray_backend)
+    ├── ToolError                 (tools.errors) a tool's error answer inside the simulation
+    └── WorldError                (world.store) EntityNotFound and other world lookups
 
 A command-line front end catches :class:`UserError` and prints its one line; anything else is a
 bug or an infrastructure failure and is reported as such. Existing exceptions keep their
 built-in bases (``ConfigError`` is still a ``ValueError``, ``NotFound`` a ``KeyError``) so code
-that caught those keeps working.
+that caught those keeps working. ``tests/test_errors.py`` holds every exception simforge
+defines to this tree (the few internal ones that never leave their module are listed there).
 """
 
 from __future__ import annotations

@@ -26,6 +26,8 @@ from typing import Any, Final
 
 import orjson
 
+from simforge.errors import UserError
+
 MAX_DEPTH: Final = 128
 """The deepest nesting of arrays and objects accepted from outside (a scalar is depth 0,
 ``[]`` depth 1, ``{"a": [1]}`` depth 2)."""
@@ -34,7 +36,7 @@ _ORJSON_DUMPS_DEPTH: Final = 254
 """The deepest value ``orjson.dumps`` writes (255 levels raise ``Recursion limit reached``)."""
 
 
-class DepthError(ValueError):
+class DepthError(UserError, ValueError):
     """A JSON value nested deeper than the limit."""
 
     def __init__(self, limit: int = MAX_DEPTH) -> None:

@@ -18,10 +18,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from simforge.errors import UserError
 from simforge.sim.session import CallRequest
 
 
-class ActionError(ValueError):
+class ActionError(UserError, ValueError):
     """An action the environment cannot interpret; names the part that is wrong."""
 
 

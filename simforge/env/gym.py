@@ -30,7 +30,8 @@ after. The observation space here refuses shared memory, so that mistake is an e
 rather than empty observations.
 
 Every registered scenario is a Gymnasium id after ``import simforge``
-(:func:`register_scenarios`): ``gymnasium.make("acme/refund-damaged-order-v1", split="train")``.
+(:func:`~simforge.env.gym_ids.register_scenarios`):
+``gymnasium.make("acme/refund-damaged-order-v1", split="train")``.
 (``import simforge`` does not import Gymnasium: the ids are registered when Gymnasium is
 imported, before or after simforge; :mod:`simforge.env.gym_hook`.)
 Scenario ids already have Gymnasium's form ``namespace/name-vN``.
@@ -40,10 +41,8 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import string
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import gymnasium
@@ -300,54 +299,3 @@ def _interpret(action: Any) -> tuple[Any, str | None]:
     return parsed, None
 
 
-ENTRY_POINT = "simforge.env.gym:SimforgeGymEnv"
-_ID_LINE = re.compile(rb"^id:[ \t]*['\"]?([^'\"\s#]+)", re.MULTILINE)
-
-
-def _scenario_ids() -> list[str]:
-    """Scenario ids from the scenario folders, read off each file's ``id:`` line (parsing and
-    validating every scenario costs most of a second; this costs milliseconds). A file whose
-    id is not among its first 64 KiB is parsed; a broken one is left to ``gymnasium.make``."""
-    from simforge.paths import resource_dirs
-    from simforge.synth.pack_files import MANIFEST
-
-    ids: list[str] = []
-    for root in resource_dirs("scenarios"):
-        for path in sorted(Path(root).rglob("*.yaml")):
-            if path.name == MANIFEST:
-                continue
-            try:
-                with path.open("rb") as f:
-                    head = f.read(1 << 16)
-            except OSError:
-                continue
-            match = _ID_LINE.search(head)
-            if match is not None:
-                ids.append(match.group(1).decode("utf-8", "replace"))
-                continue
-            try:
-                from simforge.scenario.loader import load_scenario
-
-                ids.append(load_scenario(path).id)
-            except Exception:  # gymnasium.make of it will say what is wrong
-                continue
-    return ids
-
-
-def register_scenarios() -> list[str]:
-    """Register every scenario of the scenario folders with Gymnasium (once per id); returns the
-    ids registered now. ``gymnasium.make(id, task=..., faults=..., split=..., user=...)``
-    passes its keywords to :class:`SimforgeGymEnv`."""
-    registry = gymnasium.envs.registration.registry
-    added = []
-    for scenario_id in dict.fromkeys(_scenario_ids()):
-        if scenario_id in registry:
-            continue
-        try:
-            gymnasium.register(
-                id=scenario_id, entry_point=ENTRY_POINT, kwargs={"scenario": scenario_id}
-            )
-        except gymnasium.error.Error:
-            continue  # not an id Gymnasium accepts; simforge.make still takes it
-        added.append(scenario_id)
-    return added

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import simpy
 
+from simforge.errors import UserError
 from simforge.faults.rules import BackgroundLoad, Drift, Event
 from simforge.tools.context import ToolContext
 from simforge.tools.errors import ToolError
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from simforge.sim.session import Session
 
 
-class BackgroundError(ValueError):
+class BackgroundError(UserError, ValueError):
     """A background process that names tools or entities the pack does not have."""
 
 

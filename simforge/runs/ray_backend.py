@@ -16,11 +16,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from simforge.errors import InfrastructureError
 from simforge.runs.matrix import Cell, chunks
 from simforge.runs.worker import Record, run_cells
 
 
-class RayUnavailable(RuntimeError):
+class RayUnavailable(InfrastructureError, RuntimeError):
     """``--backend ray`` without ray installed."""
 
 

@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from simforge.errors import UserError
 from simforge.scenario.model import PolicyFile, Scenario, Task
 from simforge.tools.pack import Pack, ToolCatalog
 
@@ -36,7 +37,7 @@ MAX_TOOLS = 128
 """The most tools one request of OpenAI's chat-completions API may carry."""
 
 
-class OfferError(ValueError):
+class OfferError(UserError, ValueError):
     """A ``tools:`` entry that matches nothing, or a task whose reference solution needs a tool
     it does not offer; ``loc`` is the field path in the scenario file."""
 

@@ -17,6 +17,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from simforge.errors import UserError
 from simforge.scoring.context import ScoringContext
 from simforge.scoring.matching import values_equal
 from simforge.tools.context import ToolContext
@@ -24,7 +25,7 @@ from simforge.tools.errors import ToolError
 from simforge.world.store import Change, World
 
 
-class ReferenceReplayError(RuntimeError):
+class ReferenceReplayError(UserError, RuntimeError):
     """The reference solution does not replay: a scenario bug, so the episode is invalid."""
 
 

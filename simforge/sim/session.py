@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 
 import simpy
 
+from simforge.errors import UserError
 from simforge.faults.background import start_background
 from simforge.faults.plan import FaultPlan
 from simforge.faults.rules import BackgroundLoad, Drift, Event, FaultProfile
@@ -41,7 +42,7 @@ class Budgets(NamedTuple):
     max_sim_seconds: float | None = None
 
 
-class SessionClosed(RuntimeError):
+class SessionClosed(UserError, RuntimeError):
     """A step or a finish on a session whose episode has already ended."""
 
 

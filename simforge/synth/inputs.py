@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from simforge.errors import UserError
 from simforge.synth.snapshot import SnapshotError, load_snapshots
 from simforge.trace import IngestResult, Location, Rejection, iter_episodes
 from simforge.trace.episode import Episode
@@ -35,7 +36,7 @@ class Inputs:
     """Counts and rejections of the trace paths (those read as data left out)."""
 
 
-class NothingToLearn(ValueError):
+class NothingToLearn(UserError, ValueError):
     """No episode with tool calls to learn from; the message says why (the CLI exits 1), and
     ``inputs`` holds what was read and rejected."""
 

@@ -28,6 +28,7 @@ from typing import Any
 import orjson
 import yaml
 
+from simforge.errors import UserError
 from simforge.jsonio import dumps
 
 FORMAT = "simforge-synth/1"
@@ -44,7 +45,7 @@ _Dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class PackFormatError(ValueError):
+class PackFormatError(UserError, ValueError):
     """A pack directory that cannot be read; names the file and what is wrong."""
 
 

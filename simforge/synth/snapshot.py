@@ -23,13 +23,15 @@ from typing import Any
 
 import orjson
 
+from simforge.errors import UserError
+
 KEY = "__key__"
 """Where the dict key of a keyed-by-id snapshot is kept when the record lacks it."""
 
 Tables = dict[str, list[dict[str, Any]]]
 
 
-class SnapshotError(ValueError):
+class SnapshotError(UserError, ValueError):
     """A snapshot file that cannot be read; names the file and the record."""
 
 

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from simforge.errors import PluginError, SimforgeError
 
-class ToolError(Exception):
+
+class ToolError(SimforgeError):
     """A business or protocol error returned to the agent, like a real API's error body."""
 
     def __init__(
@@ -82,5 +84,5 @@ class ToolNotFound(ToolError):
         )
 
 
-class ToolDefinitionError(TypeError):
+class ToolDefinitionError(PluginError, TypeError):
     """A tool declared wrongly: names the tool and what is wrong."""

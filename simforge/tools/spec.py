@@ -14,6 +14,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from simforge.errors import UserError
+
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -141,7 +143,7 @@ class ToolSpec(_Frozen):
         return {"type": "function", "function": function}
 
 
-class StrictSchemaError(ValueError):
+class StrictSchemaError(UserError, ValueError):
     """A schema that OpenAI strict mode cannot express; names the place and the reason."""
 
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from simforge.errors import PluginError, UserError
+
 
 @dataclass(frozen=True, slots=True)
 class Location:
@@ -54,7 +56,7 @@ class Location:
         return Location(self.path, self.line, self.offset, self.index, joined)
 
 
-class TraceError(Exception):
+class TraceError(UserError):
     """Base of every error the trace layer raises on purpose."""
 
 
@@ -72,7 +74,7 @@ class StrictModeAbort(TraceFormatError):
     """Strict ingestion stopped at the first malformed record."""
 
 
-class FormatPluginError(TraceError):
+class FormatPluginError(TraceError, PluginError):
     """A third-party format adapter could not be loaded or is not a valid adapter."""
 
     def __init__(self, plugin: str, reason: str) -> None:

@@ -10,8 +10,8 @@
 specs do, so a worker process can rebuild it.
 """
 
-from simforge.users.base import Turn, User, UserError, UserReply
+from simforge.users.base import SimulatedUserError, Turn, User, UserReply
 from simforge.users.scripted import ScriptedUser
 from simforge.users.specs import build_user
 
-__all__ = ["ScriptedUser", "Turn", "User", "UserError", "UserReply", "build_user"]
+__all__ = ["ScriptedUser", "SimulatedUserError", "Turn", "User", "UserReply", "build_user"]

@@ -2,7 +2,8 @@
 
 A reply either carries the user's next message, or ends the conversation (``ended``), possibly
 with a last message. A user that cannot answer (its endpoint is down, its model's reply is not
-a reply) raises :class:`UserError`: the episode is then invalid, never a failure of the agent.
+a reply) raises :class:`SimulatedUserError`: the episode is then invalid, never a failure of
+the agent.
 """
 
 from __future__ import annotations
@@ -11,10 +12,11 @@ import inspect
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from simforge.errors import InfrastructureError
 from simforge.scenario.model import Task
 
 
-class UserError(RuntimeError):
+class SimulatedUserError(InfrastructureError, RuntimeError):
     """The user simulator failed; the episode is invalid (infrastructure, not the agent)."""
 
 

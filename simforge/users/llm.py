@@ -23,8 +23,8 @@ each written atomically (``$SIMFORGE_USER_CACHE``, default ``~/.cache/simforge/u
 and the token usage, never the latency, so a cached reply and a fresh one record the same.
 
 **A failing user is not the agent's failure**: an endpoint that is down, a reply that is not a
-completion or has no text raises :class:`~simforge.users.base.UserError`, and the episode is
-invalid.
+completion or has no text raises :class:`~simforge.users.base.SimulatedUserError`, and the
+episode is invalid.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from typing import Any
 from simforge import atomic
 from simforge.chat import ChatClient, ChatConfig, ChatError, Completion
 from simforge.scenario.model import Task, UserSpec
-from simforge.users.base import Turn, UserError, UserReply
+from simforge.users.base import SimulatedUserError, Turn, UserReply
 
 STOP_SIGNALS = ("###STOP###", "###TRANSFER###", "###OUT-OF-SCOPE###")
 CACHE_VERSION = 1
@@ -176,7 +176,7 @@ class LLMUser:
             try:
                 completion = self._chat().complete(messages, seed=self._seed)
             except ChatError as exc:
-                raise UserError(f"the user's endpoint failed: {exc}") from None
+                raise SimulatedUserError(f"the user's endpoint failed: {exc}") from None
             cached = self._store(key, completion)
         return self._reply(cached)
 
@@ -188,7 +188,7 @@ class LLMUser:
             try:
                 completion = await self._chat().acomplete(messages, seed=self._seed)
             except ChatError as exc:
-                raise UserError(f"the user's endpoint failed: {exc}") from None
+                raise SimulatedUserError(f"the user's endpoint failed: {exc}") from None
             cached = self._store(key, completion)
         return self._reply(cached)
 
@@ -207,7 +207,7 @@ class LLMUser:
     def _reply(self, entry: dict[str, Any]) -> UserReply:
         text, ended = split_stop(entry.get("text"))
         if text is None and not ended:
-            raise UserError("the user's model replied with no text and no stop signal")
+            raise SimulatedUserError("the user's model replied with no text and no stop signal")
         meta: dict[str, Any] = {"model": entry.get("model")}
         if entry.get("usage"):
             meta["usage"] = entry["usage"]

@@ -17,6 +17,8 @@ from pydantic import BaseModel, ValidationError, create_model
 from sqlalchemy.orm import registry
 from sqlmodel import SQLModel
 
+from simforge.errors import UserError
+
 T = TypeVar("T", bound=type[SQLModel])
 
 
@@ -130,7 +132,7 @@ class EntitySchema:
         )  # type: ignore[call-overload]
 
 
-class SeedDataError(ValueError):
+class SeedDataError(UserError, ValueError):
     """A seed row that does not fit its entity; names the entity, the row and the field."""
 
 

@@ -27,12 +27,13 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from simforge.errors import SimforgeError
 from simforge.world.schema import EntitySchema
 
 Row = dict[str, Any]
 
 
-class WorldError(Exception):
+class WorldError(SimforgeError):
     """A write or read the world refuses: unknown entity, missing id, duplicate id."""
 
 
