@@ -4,18 +4,14 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from simforge.audit.cli import register as register_audit
-from simforge.console import make_console
+from simforge.cli_support import console, err_console, progress, user_errors
 from simforge.faults.cli import register as register_faults
 from simforge.runs.cli import register as register_runs
 from simforge.serve.cli import register as register_serve
@@ -37,47 +33,6 @@ register_synth(app)
 register_serve(app)
 register_runs(app)
 register_audit(app)
-
-console = make_console()
-err_console = make_console(stderr=True)
-
-
-@contextmanager
-def user_errors() -> Iterator[None]:
-    """Turn errors about the user's input (:class:`simforge.errors.UserError`: a scenario, a
-    config, an action, a trace, a plugin) into one clear line and exit code 2, no traceback.
-    Anything else is a bug or an infrastructure failure and keeps its traceback."""
-    from simforge.errors import UserError
-
-    try:
-        yield
-    except UserError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
-        raise typer.Exit(2) from None
-
-
-def progress(console_: Console | None = None) -> Progress:
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console_ or err_console,
-        transient=True,
-        disable=not (console_ or err_console).is_terminal,
-    )
-
-
-def seeds_for(scenario_seeds: list[int], n: int | None) -> list[int]:
-    if n is None:
-        return list(scenario_seeds)
-    seeds = list(scenario_seeds[:n])
-    nxt = (max(scenario_seeds) + 1) if scenario_seeds else 0
-    while len(seeds) < n:
-        seeds.append(nxt)
-        nxt += 1
-    return seeds
-
 
 @app.command()
 def run(
@@ -102,6 +57,7 @@ def run(
     from simforge.policies.specs import build_policy
     from simforge.runs import run_episode
     from simforge.runs.cli import run_errors
+    from simforge.runs.matrix import seeds_for
 
     with run_errors():
         env = make(scenario, faults=faults, user=user)

@@ -108,7 +108,7 @@ def run_demo(
 ) -> DemoResult:
     from simforge.report.compare import compare
     from simforge.report.html import write_compare_html, write_html
-    from simforge.runs.cli import load_run
+    from simforge.report.stored import load_run
     from simforge.runs.matrix import RunConfig
     from simforge.runs.runner import execute, prepare
     from simforge.runs.store import RunStore

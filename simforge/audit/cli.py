@@ -35,7 +35,7 @@ def audit_command(
     from simforge.audit.context import AuditConfig
     from simforge.audit.html import render_html
     from simforge.audit.runner import audit
-    from simforge.cli import err_console, progress, user_errors
+    from simforge.cli_support import err_console, progress, user_errors
     from simforge.config import NotFound
     from simforge.scenario import default_registry
 

@@ -50,7 +50,7 @@ def faults_show(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Print one profile's rules and background processes."""
-    from simforge.cli import user_errors
+    from simforge.cli_support import user_errors
     from simforge.faults.library import resolve_profile
 
     with user_errors():

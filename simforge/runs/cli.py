@@ -15,6 +15,8 @@ from typing import Any
 import typer
 from rich.console import Console
 
+from simforge.report.stored import load_run
+
 STORE_HELP = (
     "Run store: a SQLite path, sqlite:///FILE or postgresql+psycopg://... ($SIMFORGE_STORE)."
 )
@@ -31,7 +33,7 @@ def run_errors() -> Iterator[None]:
     """The main CLI's one-line errors, plus what this layer adds (bad policy specs, a policy's
     endpoint down, a store that cannot be opened, no ray). Every command that runs a policy or
     opens a store uses it."""
-    from simforge.cli import err_console, user_errors
+    from simforge.cli_support import err_console, user_errors
     from simforge.policies.base import PolicyUnavailable
     from simforge.runs.ray_backend import RayUnavailable
     from simforge.runs.store import StoreError
@@ -74,20 +76,6 @@ class LineProgress:
                 self.step = 10
 
 
-def load_run(store: Any, run_id: str) -> tuple[dict[str, Any], list[dict[str, Any]],
-                                              dict[str, str], dict[str, Any]]:
-    """``(run, episodes, trajectories, summary)`` of a stored run; the trajectories are those of
-    episodes with a failed verdict (the evidence's calls and the HTML's trajectory views)."""
-    from simforge.report.metrics import summarize
-
-    run = store.run(run_id)
-    episodes = store.episodes(run_id)
-    failing = [e["key"] for e in episodes if any(not v["passed"] for v in e["verdicts"])]
-    trajectories = store.trajectories_of(run_id, failing) if failing else {}
-    return run, episodes, trajectories, summarize(episodes, run_id=run_id,
-                                                  trajectories=trajectories)
-
-
 def _resolve_run(store: Any, run_id: str) -> str:
     if run_id == "latest":
         runs = store.runs()
@@ -123,7 +111,7 @@ def stress(
 ) -> None:
     """Run tasks x fault profiles x seeds x trials in parallel, streaming every finished episode
     into the run store; interrupted runs complete with --resume RUN_ID."""
-    from simforge.cli import console, err_console
+    from simforge.cli_support import console, err_console
     from simforge.report.metrics import stress_summary
     from simforge.report.terminal import render
     from simforge.runs.matrix import RunConfig, normalise_ref
@@ -190,7 +178,7 @@ def _run_with_progress(
         TimeRemainingColumn,
     )
 
-    from simforge.cli import err_console
+    from simforge.cli_support import err_console
     from simforge.runs.runner import execute
 
     counts = {"valid": 0, "passed": 0, "invalid": 0}
@@ -236,7 +224,7 @@ def report(
 ) -> None:
     """A stored run's metrics: pass rate and CI, pass^k, noise and power, robustness per fault
     and per fault kind, safety violations with the calls that broke each rule."""
-    from simforge.cli import console, err_console
+    from simforge.cli_support import console, err_console
     from simforge.report.terminal import render
     from simforge.runs.store import RunStore
 
@@ -265,7 +253,7 @@ def compare(
     """Two runs, paired over the cells both played (task, fault profile, seed): the difference
     in pass rate and reward with a 95% interval, McNemar's exact test, the smallest difference
     this size can detect, per task and profile worst first, and one sentence."""
-    from simforge.cli import console, err_console
+    from simforge.cli_support import console, err_console
     from simforge.report.compare import compare as compare_runs
     from simforge.report.terminal import compare_tables
     from simforge.runs.store import RunStore
@@ -294,7 +282,7 @@ def regrade(
 ) -> None:
     """Score a run's stored trajectories again with the current scenarios and validators, into
     a new run linked to the old one (each episode replayed and checked against its record)."""
-    from simforge.cli import console, err_console
+    from simforge.cli_support import console, err_console
     from simforge.runs.regrade import regrade as regrade_run
     from simforge.runs.store import RunStore
 
@@ -332,7 +320,7 @@ def export(
     margin: float = typer.Option(0.0, "--margin", help="dpo-pairs: least reward gap."),
 ) -> None:
     """Stored trajectories for training: SFT chat messages, a datasets folder, or DPO pairs."""
-    from simforge.cli import err_console
+    from simforge.cli_support import err_console
     from simforge.runs.export import FORMATS, export_runs
     from simforge.runs.store import RunStore
 

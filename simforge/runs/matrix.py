@@ -133,12 +133,24 @@ class Plan:
         return len(self.cells)
 
 
+def seeds_for(scenario_seeds: list[int], n: int | None) -> list[int]:
+    """The first ``n`` of a scenario's seeds, continued past its largest when it has fewer;
+    all of them when ``n`` is None."""
+    if n is None:
+        return list(scenario_seeds)
+    seeds = list(scenario_seeds[:n])
+    nxt = (max(scenario_seeds) + 1) if scenario_seeds else 0
+    while len(seeds) < n:
+        seeds.append(nxt)
+        nxt += 1
+    return seeds
+
+
 def plan(config: RunConfig, registry: ScenarioRegistry = default_registry) -> Plan:
     """Every cell of ``config``, in a fixed order: scenario, task, profile, seed, trial.
 
     Unknown scenarios, tasks and fault profiles fail here, before any worker starts.
     """
-    from simforge.cli import seeds_for
     from simforge.faults.library import resolve_profile
 
     cells: list[Cell] = []

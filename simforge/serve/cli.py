@@ -43,7 +43,7 @@ def register(app: typer.Typer) -> None:
         """Serve a scenario's tools over HTTP (REST + OpenAPI, MCP, OpenEnv), with sessions."""
         import uvicorn
 
-        from simforge.cli import err_console, user_errors
+        from simforge.cli_support import err_console, user_errors
         from simforge.serve.app import create_app
         from simforge.serve.sessions import Limits
 
@@ -78,7 +78,7 @@ def register(app: typer.Typer) -> None:
 def listen(host: str, port: int) -> socket.socket:
     """The server's socket, bound before anything is announced: a port in use is one line and
     exit code 2, not a banner, a token and then uvicorn's error."""
-    from simforge.cli import err_console
+    from simforge.cli_support import err_console
 
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)

@@ -79,7 +79,7 @@ def unsafe(tmp_path_factory):
                        seeds=4, trials=2, attribute=True).with_baseline()
     prepared = prepare(store, config)
     execute(store, prepared, workers=0)
-    from simforge.runs.cli import load_run
+    from simforge.report.stored import load_run
 
     return (store, prepared.run_id, *load_run(store, prepared.run_id))
 

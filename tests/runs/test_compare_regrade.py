@@ -130,7 +130,7 @@ def test_regrade_scores_stored_trajectories_with_the_current_scenario(tmp_path, 
 
     # the report of the re-graded run names the call and the rule, in both renderings
     html = tmp_path / "report.html"
-    monkeypatch.setattr("simforge.cli.console", Console(width=80))  # an 80-column terminal
+    monkeypatch.setattr("simforge.cli_support.console", Console(width=80))  # an 80-column terminal
     text = runner.invoke(app, ["report", out["run_id"], "--store", store, "--html", str(html)])
     assert text.exit_code == 0, text.output
     flat = " ".join(text.stdout.split())
