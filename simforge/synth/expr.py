@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from simforge.synth.joins import joined
@@ -385,3 +385,193 @@ def _key(value: Any) -> str:
     if isinstance(value, str):
         return "s:" + value
     return f"{type(value).__name__}:{len(value)}"
+
+
+# -- compiled expressions --------------------------------------------------------------------------
+
+Compiled = Callable[[dict[str, Any]], Any]
+
+
+def compile_expr(expr: Expr) -> Compiled:
+    """``expr`` as a closure ``f(env)`` with exactly :func:`evaluate`'s value or exception,
+    built once (a pack's handlers are compiled when it loads, :mod:`.compiled`). A form the
+    compiler does not take apart (malformed, unknown) is evaluated by the interpreter, so that
+    it fails the same way, when evaluated and not before."""
+    try:
+        return _compile(expr)
+    except Exception:
+        return lambda env: evaluate(expr, env)
+
+
+def _compile(expr: Expr) -> Compiled:
+    if not isinstance(expr, dict) or len(expr) != 1:
+        raise ValueError("not a single-form expression")
+    op, arg = next(iter(expr.items()))
+    if op == "c":
+        return lambda env: arg
+    if op == "p":
+        path = list(arg)
+        if all(isinstance(p, str) for p in path):
+            return _compile_keys(path, arg)
+        return lambda env: get_path(env, path)
+    if op in ("neg", "abs", "len", "sorted"):
+        inner = compile_expr(arg)
+        if op == "neg":
+            return lambda env: -_num(inner(env))
+        if op == "abs":
+            return lambda env: abs(_num(inner(env)))
+        if op == "len":
+            return lambda env: _len(inner(env))
+        return lambda env: _sorted(inner(env))
+    if op == "round":
+        inner, digits = compile_expr(arg[0]), arg[1]
+        return lambda env: round(_num(inner(env)), digits)
+    if op in ("add", "sub", "mul"):
+        fa, fb = compile_expr(arg[0]), compile_expr(arg[1])
+        binary = {"add": _add, "sub": _sub, "mul": _mul}[op]
+        return lambda env: binary(_num(fa(env)), _num(fb(env)))
+    if op == "sum":
+        path, key = list(arg[0]), arg[1]
+        return lambda env: _sum(get_path(env, path), key)
+    if op == "pairdiff":
+        pa, pb, key = list(arg[0]), list(arg[1]), arg[2]
+        return lambda env: _pairdiff(get_path(env, pa), get_path(env, pb), key)
+    if op == "obj":
+        parts = [(k, compile_expr(v)) for k, v in arg.items()]
+        return lambda env: {k: f(env) for k, f in parts}
+    if op == "if_pos":
+        fc, ft, fe = (compile_expr(e) for e in arg[:3])
+        return lambda env: ft(env) if _num(fc(env)) > 0 else fe(env)
+    if op == "if_true":
+        fc, ft, fe = (compile_expr(e) for e in arg[:3])
+        return lambda env: _if_true(fc(env), ft, fe, env)
+    if op == "append":
+        fbase, items = compile_expr(arg[0]), [compile_expr(e) for e in arg[1]]
+        return lambda env: _append(fbase(env), items, env)
+    if op == "appendmap":
+        fbase, source, fitem = compile_expr(arg[0]), list(arg[1]), compile_expr(arg[2])
+        return lambda env: _appendmap(fbase(env), get_path(env, source), fitem, env)
+    if op == "map":
+        fsource, fitem = compile_expr(arg[0]), compile_expr(arg[1])
+        return lambda env: _map(fsource(env), fitem, env)
+    if op == "row":
+        table, fkey = arg[0], compile_expr(arg[1])
+        return lambda env: _row_of(table, fkey(env), env)
+    if op == "at":
+        fnode, segments = compile_expr(arg[0]), [compile_expr(s) for s in arg[1:]]
+        return lambda env: get_path(fnode(env), [_segment(f(env)) for f in segments])
+    if op == "replace":
+        return _compile_replace(arg)
+    raise ValueError(f"unknown expression form {op!r}")
+
+
+def _compile_keys(path: list[str], original: Any) -> Compiled:
+    """A path of keys only (``args.user_id``, ``old.total``): dict probes, falling back to
+    :func:`get_path` for anything but dicts along the way (a list met on the path)."""
+    if len(path) == 2:
+        first, second = path
+
+        def two(env: dict[str, Any]) -> Any:
+            node = env.get(first, _MISSING) if type(env) is dict else _MISSING
+            if type(node) is dict:
+                value = node.get(second, _MISSING)
+                if value is not _MISSING:
+                    return value
+            return get_path(env, original)
+
+        return two
+    return lambda env: get_path(env, original)
+
+
+_MISSING = object()
+
+
+def _len(value: Any) -> int:
+    if not isinstance(value, list | dict | str):
+        raise Unresolved("len")
+    return len(value)
+
+
+def _sorted(value: Any) -> list[Any]:
+    if not isinstance(value, list):
+        raise Unresolved("sorted")
+    try:
+        return sorted(value)
+    except TypeError:
+        raise Unresolved("sorted") from None
+
+
+def _add(a: float, b: float) -> float:
+    return a + b
+
+
+def _sub(a: float, b: float) -> float:
+    return a - b
+
+
+def _mul(a: float, b: float) -> float:
+    return a * b
+
+
+def _sum(value: Any, key: str) -> float:
+    total: float = 0
+    for item in _records(value):
+        total += _num(item.get(key))
+    return total
+
+
+def _pairdiff(a: Any, b: Any, key: str) -> float:
+    a_items, b_items = _records(a), _records(b)
+    if len(a_items) != len(b_items):
+        raise Unresolved("pairdiff")
+    diff: float = 0
+    for x, y in zip(a_items, b_items, strict=True):
+        diff += _num(x.get(key)) - _num(y.get(key))
+    return diff
+
+
+def _if_true(flag: Any, then: Compiled, other: Compiled, env: dict[str, Any]) -> Any:
+    if not isinstance(flag, bool):
+        raise Unresolved("if_true")
+    return then(env) if flag else other(env)
+
+
+def _append(base: Any, items: list[Compiled], env: dict[str, Any]) -> list[Any]:
+    if not isinstance(base, list):
+        raise Unresolved("append")
+    return [*base, *(f(env) for f in items)]
+
+
+def _appendmap(base: Any, source: Any, item: Compiled, env: dict[str, Any]) -> list[Any]:
+    if not isinstance(base, list) or not isinstance(source, list):
+        raise Unresolved("appendmap")
+    return [*base, *(item({**env, "elem": x}) for x in source)]
+
+
+def _map(source: Any, item: Compiled, env: dict[str, Any]) -> list[Any]:
+    if not isinstance(source, list):
+        raise Unresolved("map")
+    return [item({**env, "elem": x}) for x in source]
+
+
+def _row_of(table: str, key: Any, env: dict[str, Any]) -> Any:
+    db = env.get("db")
+    if db is None or not isinstance(key, str):
+        raise Unresolved("row")
+    row = db.get(table, key)
+    if row is None:
+        raise Unresolved("row")
+    return row
+
+
+def _compile_replace(arg: dict[str, Any]) -> Compiled:
+    flist, fids, fwith = (compile_expr(arg[k]) for k in ("list", "ids", "with"))
+    key, keys = arg["key"], arg["keys"]
+
+    def replace(env: dict[str, Any]) -> list[Any]:
+        # what _replace evaluates, in its order; the element swap is its own
+        spec = {"list": {"c": flist(env)}, "ids": {"c": fids(env)}, "with": {"c": fwith(env)},
+                "key": key, "keys": keys}
+        return _replace(spec, env)
+
+    return replace

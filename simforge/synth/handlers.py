@@ -1,8 +1,9 @@
 """Running a learned handler: the interpreter of the handler descriptions in ``tools.json``.
 
-The same code answers calls in a session (through :class:`~simforge.tools.ToolContext`) and checks
-a candidate handler against the recorded calls while learning (through :class:`DictStore`), so
-what fidelity measures is exactly what a session runs. Kinds:
+The same code checks a candidate handler against the recorded calls while learning (through
+:class:`DictStore`) and is the reference of what a session runs: sessions (and fidelity, which
+replays through a loaded pack) run each description compiled once (:mod:`.compiled`), which
+answers exactly as this interpreter does, on a :class:`~simforge.tools.ToolContext`. Kinds:
 
 ``get`` (an entity by its key argument, whole or a path into it; ``also``: other entities tried
 in turn for an id the first lacks), ``find`` (the key of the row

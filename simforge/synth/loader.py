@@ -3,13 +3,15 @@
 Entities become SQLModel tables created at load time on a fresh :func:`entity_base`, one JSON
 column per field (learned rows are nested JSON; typed columns would coerce ``92`` to ``92.0`` and
 break exact replay). Tools become :class:`~simforge.tools.Tool` objects whose handler runs the
-learned description through :func:`simforge.synth.handlers.run` on the call's
+learned description, compiled once (:mod:`simforge.synth.compiled`, answering exactly as the
+interpreter :func:`simforge.synth.handlers.run` does), on the call's
 :class:`~simforge.tools.ToolContext`, so reads honour stale-read faults and writes are versioned.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, NotRequired, Union
@@ -19,6 +21,7 @@ from sqlalchemy import JSON, Column
 from sqlmodel import Field, SQLModel
 from typing_extensions import TypedDict
 
+from simforge.synth.compiled import compile_handler
 from simforge.synth.entities import parents_from_rows
 from simforge.synth.handlers import Runtime, run
 from simforge.synth.pack_files import TOOLS, read_json, read_manifest
@@ -137,8 +140,10 @@ def _object_type(schema: dict[str, Any], name: str) -> Any:
     return record
 
 
-def load_synth_pack(folder: Path | str) -> Pack:
-    """The pack in ``folder`` (a directory written by ``simforge synth``)."""
+def load_synth_pack(folder: Path | str, *, compiled: bool = True) -> Pack:
+    """The pack in ``folder`` (a directory written by ``simforge synth``). ``compiled=False``
+    runs every handler through the interpreter (the reference the compiled form is tested
+    against)."""
     folder = Path(folder)
     manifest = read_manifest(folder)
     files = manifest["files"]
@@ -173,7 +178,8 @@ def load_synth_pack(folder: Path | str) -> Pack:
         spec = ToolSpec.model_validate(raw)
         desc = entry["handler"]
         model = input_model(spec.name, spec.input_schema)
-        tools.append(Tool(spec, model, _handler(desc, runtime, ensure_parents)))
+        handler = compile_handler(desc, entities) if compiled else functools.partial(run, desc)
+        tools.append(Tool(spec, model, _handler(handler, runtime, ensure_parents)))
     return Pack(
         name=manifest.get("name", folder.name),
         description=manifest.get("description", "synthesized from traces"),
@@ -184,9 +190,9 @@ def load_synth_pack(folder: Path | str) -> Pack:
     )
 
 
-def _handler(desc: dict[str, Any], runtime: Runtime, ensure: Any) -> Any:
+def _handler(compiled: Any, runtime: Runtime, ensure: Any) -> Any:
     def handler(ctx: ToolContext, args: BaseModel) -> Any:
         ensure()
-        return run(desc, ctx, args.model_dump(exclude_unset=True), runtime)
+        return compiled(ctx, args.model_dump(exclude_unset=True), runtime)
 
     return handler

@@ -236,6 +236,12 @@ class World:
         """The initial tables this world started from (shared, read-only)."""
         return self._base
 
+    def changes(self, entity: str) -> Mapping[str, Row | None]:
+        """The rows of ``entity`` this session wrote, by id (``None``: deleted), in the order
+        they were first written: with :attr:`base`, what an index over the seeded table needs to
+        answer like :meth:`rows` (read-only: the world's own table)."""
+        return self._overlay_of(entity)
+
     # -- history --------------------------------------------------------------------------------
 
     @property

@@ -1,0 +1,80 @@
+"""Start-up: CPU time of ``import simforge``, ``simforge.make(...)`` and the first reset, each
+run in a fresh interpreter, for the shipped ``acme/refund-damaged-order-v1`` and for a pack
+synthesized from tau-bench's gpt-4o airline trajectories, with a cold and a warm disk cache.
+
+Run: ``python benchmarks/startup.py [--repeat 5] [--pack DIR] [--data ../shared/data]``
+(without ``--pack`` the airline pack is synthesized into a temporary folder first).
+
+Each measurement is a subprocess (``python -c``) that times the three steps with
+``time.process_time`` and prints them. *Cold*: ``SIMFORGE_CACHE`` points at an empty temporary
+folder; *warm*: the same folder again, after the cold run filled it. The four cases (two
+scenarios, cold and warm) take turns, ``--repeat`` rounds; the table gives the median and the
+spread (min - max) per step.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from synth_calls import ACME, ROOT, airline_pack, options  # the same pack, the same options
+
+CHILD = """
+import json, sys, time
+sys.path.insert(0, {root!r})
+t0 = time.process_time()
+import simforge
+t1 = time.process_time()
+env = simforge.make({scenario!r})
+t2 = time.process_time()
+env.reset(seed=0)
+t3 = time.process_time()
+print(json.dumps({{"import": t1 - t0, "make": t2 - t1, "reset": t3 - t2}}))
+"""
+
+
+def measure(scenario: str, cache: Path) -> dict[str, float]:
+    code = CHILD.format(root=str(ROOT), scenario=scenario)
+    env = {**os.environ, "SIMFORGE_CACHE": str(cache)}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, cwd=ROOT, check=True, timeout=300)
+    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def main() -> None:
+    parser = options(__doc__ or "")
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        pack = airline_pack(args.pack, args.data, tmp)
+        scenarios = {"acme": ACME, "airline pack": str((pack / "scenario.yaml").resolve())}
+        results: dict[tuple[str, str], list[dict[str, float]]] = {}
+        for n in range(args.repeat):
+            for name, scenario in scenarios.items():
+                cache = Path(tmp) / f"cache-{name}-{n}"
+                cache.mkdir()
+                for state in ("cold", "warm"):
+                    results.setdefault((name, state), []).append(measure(scenario, cache))
+    print(f"CPU seconds, fresh interpreter each, median (min - max) of {args.repeat}\n")
+    print("| scenario | disk cache | import simforge | make | first reset | make + reset |")
+    print("|---|---|---:|---:|---:|---:|")
+    for (name, state), runs in results.items():
+        cells = []
+        for step in ("import", "make", "reset"):
+            cells.append(_spread([r[step] for r in runs]))
+        cells.append(_spread([r["make"] + r["reset"] for r in runs]))
+        print(f"| {name} | {state} | " + " | ".join(cells) + " |")
+
+
+def _spread(values: list[float]) -> str:
+    return f"{statistics.median(values):.3f} ({min(values):.3f} - {max(values):.3f})"
+
+
+if __name__ == "__main__":
+    main()
