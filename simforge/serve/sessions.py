@@ -50,6 +50,14 @@ class Limits:
     """Requests one session may have queued on its lock; beyond that, 429."""
     idempotency_window: int = 256
     """Step answers remembered per session, by request id."""
+    header_timeout: float = 10.0
+    """Seconds a client has to send a request's headers (from the connection opening, or from
+    the request's first byte on a reused one); then 408 and the connection is closed."""
+    body_timeout: float = 30.0
+    """Seconds a client has to send a request's body once its headers are in."""
+    keep_alive: float = 75.0
+    """Seconds an idle connection is kept between requests: longer than a pooled client keeps
+    one (httpx 5 s, aiohttp 15 s), so that the server never closes one as it is reused."""
 
 
 def sandbox_scenario(pack: Pack) -> LoadedScenario:
