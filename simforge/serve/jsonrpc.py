@@ -77,7 +77,7 @@ from .mcp_server import (
     session_catalog,
     stamp,
 )
-from .problems import Problem
+from .problems import Problem, parse_json
 from .sessions import DEFAULT_SESSION, ServedSession, SessionManager, authorize
 from .tool_plane import Receive, Send
 
@@ -233,10 +233,11 @@ class JsonRpc:
             rpc.headers = dict(mcp)
             rpc.routing = mcp
         try:
-            message = orjson.loads(body)
-        except orjson.JSONDecodeError as exc:
-            bad = RpcError(PARSE_ERROR, f"Parse error: {exc.msg} at line {exc.lineno}, "
-                                        f"column {exc.colno}")
+            message = parse_json(body)
+        except Problem as problem:  # not JSON (400), or an integer beyond 64 bits (422)
+            detail = problem.detail.partition(": ")[2]
+            bad = RpcError(PARSE_ERROR, f"Parse error: {detail}") if problem.status == 400 else (
+                RpcError(INVALID_REQUEST, f"Invalid Request: {problem.detail}"))
             await _send(send, self._status(bad, rpc), _frame(None, bad))
             return
         status, answer, extra = await self._answer_http(message, rpc)

@@ -19,7 +19,7 @@ from typing import Any
 
 from simforge.config import ConfigError, NotFound
 from simforge.env.core import SimforgeEnv
-from simforge.faults.library import resolve_profile
+from simforge.faults.library import builtin_profiles
 from simforge.scenario.model import BudgetConfig, Scenario, Task
 from simforge.scenario.plugins import PluginError
 from simforge.scenario.registry import LoadedScenario, default_registry
@@ -216,6 +216,24 @@ def authorize(served: ServedSession, authorization: str | bytes | None) -> None:
         )
 
 
+def check_fault_name(faults: str | None, loaded: LoadedScenario) -> None:
+    """A client names a fault profile of the server's library (the scenario's and the pack's
+    own, the built-in ones), never a file: a path would read the server's disk, and whether it
+    exists or holds a profile would show in the answer. So every string that is not such a name
+    gets the same 422, whatever it is."""
+    if faults is None or faults == "none":
+        return
+    names = {profile.name for profile in loaded.profiles} | set(builtin_profiles())
+    if faults not in names:
+        known = sorted({"none", *names})
+        raise Problem(
+            422,
+            "unknown_fault_profile",
+            f"unknown fault profile {faults!r}; known: {known}",
+            errors=[{"field": "body.faults", "expected": f"one of {known}"}],
+        )
+
+
 def episode_ended(served: ServedSession) -> Problem:
     session = served.session
     reason = "terminated" if session.terminated else (session.truncation_reason or "ended")
@@ -250,7 +268,8 @@ class SessionManager:
     ) -> ServedSession:
         """The session the tool plane uses when a request names none: a sandbox (no budgets)."""
         return self.create(
-            session_id=DEFAULT_SESSION, task=task, seed=seed, faults=faults, sandbox=True
+            session_id=DEFAULT_SESSION, task=task, seed=seed, faults=faults, sandbox=True,
+            operator=True,
         )
 
     def create(
@@ -265,7 +284,11 @@ class SessionManager:
         max_steps: int | None = None,
         max_sim_seconds: float | None = None,
         episode_id: str | None = None,
+        operator: bool = False,
     ) -> ServedSession:
+        """A new session. Its ``faults`` name a profile of the server's library, unless the
+        server's operator gives them (``operator``: ``simforge serve --faults`` may be a path
+        on the operator's own disk)."""
         self.evict_idle()
         if len(self.sessions) >= self.limits.max_sessions:
             raise Problem(
@@ -285,6 +308,8 @@ class SessionManager:
                 errors=[{"field": "body.session_id", "problem": "already exists"}],
             )
         loaded = self._scenario(scenario, sandbox)
+        if not operator:
+            check_fault_name(faults, loaded)
         if max_steps is not None or max_sim_seconds is not None:
             budgets = loaded.scenario.budgets.model_copy(
                 update={
@@ -371,9 +396,8 @@ class SessionManager:
             options["task"] = task
         if faults is not None:
             options["faults"] = faults
+        check_fault_name(faults, served.env.loaded)
         try:
-            if faults is not None:
-                resolve_profile(faults, served.env.loaded.profiles)
             obs, info = served.reset(seed, options, episode_id)
         except NotFound as exc:
             raise Problem(
