@@ -371,6 +371,7 @@ class _HttpEpisodes:
     def get(self, episode_id: str | None) -> ServedSession:
         served = self.find(episode_id)
         if served is not None:
+            served.touch()  # a request that names the episode is activity
             return served
         detail = (
             f"no episode {episode_id!r}; POST /reset starts one"

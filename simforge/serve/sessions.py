@@ -31,6 +31,8 @@ from simforge.tools.spec import Constant
 from .problems import Problem
 
 DEFAULT_SESSION = "default"
+clock = time.monotonic
+"""The clock of idle times (a module attribute, so that tests can move it)."""
 SANDBOX_RECORD = 10_000
 """Calls a sandbox session keeps in its record (the most recent ones)."""
 UNBOUNDED = BudgetConfig(max_steps=2**62, max_sim_seconds=1e15)
@@ -97,7 +99,9 @@ class ServedSession:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     pending: int = 0
     created_at: float = field(default_factory=time.time)
-    last_used: float = field(default_factory=time.monotonic)
+    last_used: float = field(default_factory=lambda: clock())
+    """When a request last named the session (its creation, to begin with): idle time counts
+    from here."""
     wall_anchor: float = field(default_factory=time.monotonic)
     answers: OrderedDict[str, Any] = field(default_factory=OrderedDict)
     episode_id: str = ""
@@ -114,12 +118,13 @@ class ServedSession:
         return session
 
     def touch(self) -> None:
-        self.last_used = time.monotonic()
+        self.last_used = clock()
 
     def reset(
         self, seed: int | None, options: dict[str, Any], episode_id: str | None = None
     ) -> tuple[dict[str, Any], Any]:
         obs, info = self.env.reset(seed=seed, options=options)
+        self.touch()
         self.wall_anchor = time.monotonic()
         self.answers.clear()
         self.episode_id = episode_id or uuid.uuid4().hex
@@ -371,6 +376,7 @@ class SessionManager:
         return with_budgets(loaded, UNBOUNDED) if sandbox else loaded
 
     def get(self, session_id: str) -> ServedSession:
+        """The session, for a request that names it: that is activity (see :meth:`evict_idle`)."""
         served = self.sessions.get(session_id)
         if served is None:
             raise Problem(
@@ -379,6 +385,7 @@ class SessionManager:
                 f"no session {session_id!r}; sessions are created on the control plane",
                 errors=[{"field": "session", "problem": "unknown session id"}],
             )
+        served.touch()
         return served
 
     def reset(
@@ -413,14 +420,20 @@ class SessionManager:
         del self.sessions[session_id]
 
     def evict_idle(self) -> int:
-        """Delete sessions idle for longer than the TTL (never the default one, never one with
-        a request in flight or an open connection). Returns how many went."""
-        limit = time.monotonic() - self.limits.idle_ttl
+        """Delete the sessions idle for longer than the TTL; returns how many went.
+
+        Idle is the time since a request last named the session: its creation, a reset, a
+        call, a step, an inspection (every path finds it with :meth:`get`). So a session
+        created and awaiting its first call lives the whole TTL from its creation, and one
+        reset after a pause the whole TTL from the reset. Never evicted: the default session,
+        one with a request in flight or queued (its lock held, calls pending), one with an open
+        connection (an OpenEnv WebSocket)."""
+        limit = clock() - self.limits.idle_ttl
         stale = [
             sid
             for sid, s in self.sessions.items()
             if sid != DEFAULT_SESSION and s.last_used < limit and s.pending == 0
-            and s.connections == 0
+            and s.connections == 0 and not s.lock.locked()
         ]
         for sid in stale:
             del self.sessions[sid]
