@@ -12,9 +12,10 @@
     /openapi.json, /docs                        every tool, from its ToolSpec       open
 
 The open surfaces are what an agent under test may reach; none of them reads a score, a
-trajectory, an expected state or a validator setting. Requests for the tool plane and MCP are
-dispatched in :meth:`SimforgeApp.__call__` before FastAPI's routing, so the hot path pays for
-no middleware, and a connection reset can reach uvicorn's socket. ``info.version`` is the
+trajectory, an expected state or a validator setting. Every HTTP request first passes the body
+limit (:mod:`simforge.serve.guard`), before any route reads or authenticates anything; requests
+for the tool plane and MCP are then dispatched before FastAPI's routing, so the hot path pays
+for no other middleware, and a connection reset can reach uvicorn's socket. ``info.version`` is the
 version of the HTTP API (``1.0.0``: OpenEnv's validator reads it as its ``openenv-http/1.x``
 profile).
 """
@@ -38,6 +39,7 @@ from simforge.tools.pack import Pack
 
 from .agent_plane import agent_router
 from .control_plane import control_router
+from .guard import BodyLimit
 from .jsonrpc import JsonRpc, mcp_operation
 from .openenv import openenv_router
 from .problems import install_handlers
@@ -71,8 +73,12 @@ class SimforgeApp(FastAPI):
 
     tool_plane: ToolPlane
     mcp: JsonRpc
+    guard: BodyLimit
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.guard(scope, receive, send)
+
+    async def _dispatch(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             path = scope["path"]
             target = route(path)
@@ -131,6 +137,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.tool_plane = ToolPlane(manager)
+    app.guard = BodyLimit(app._dispatch, limits.max_body_bytes)
     app.mcp = rpc
     app.state.manager = manager
     app.state.token = token

@@ -35,6 +35,18 @@ def register(app: typer.Typer) -> None:
         max_sessions: int = typer.Option(1000, "--max-sessions", min=1),
         idle_ttl: float = typer.Option(900.0, "--idle-ttl", min=1.0, help="Seconds."),
         max_body: int = typer.Option(1 << 20, "--max-body", min=1024, help="Bytes."),
+        header_timeout: float = typer.Option(
+            10.0, "--header-timeout", min=0.1,
+            help="Seconds a client has to send a request's headers; then 408, connection closed.",
+        ),
+        body_timeout: float = typer.Option(
+            30.0, "--body-timeout", min=0.1,
+            help="Seconds a client has to send a request's body once its headers are in.",
+        ),
+        keep_alive: float = typer.Option(
+            75.0, "--keep-alive", min=1.0,
+            help="Seconds an idle connection is kept (longer than clients' pools keep one).",
+        ),
         log_level: str = typer.Option("warning", "--log-level"),
         user: str = typer.Option(
             None, "--user", help="Simulated user: scripted or llm:MODEL ($SIMFORGE_USER)."
@@ -45,10 +57,18 @@ def register(app: typer.Typer) -> None:
 
         from simforge.cli_support import err_console, user_errors
         from simforge.serve.app import create_app
+        from simforge.serve.server import server_config
         from simforge.serve.sessions import Limits
 
         with user_errors():
-            limits = Limits(max_sessions=max_sessions, idle_ttl=idle_ttl, max_body_bytes=max_body)
+            limits = Limits(
+                max_sessions=max_sessions,
+                idle_ttl=idle_ttl,
+                max_body_bytes=max_body,
+                header_timeout=header_timeout,
+                body_timeout=body_timeout,
+                keep_alive=keep_alive,
+            )
             app = create_app(
                 target,
                 time_scale=time_scale,
@@ -71,7 +91,7 @@ def register(app: typer.Typer) -> None:
             sys.stdout.write(app.state.token + "\n")
             sys.stdout.flush()
         tune_gc()
-        config = uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=False)
+        config = server_config(app, host, port, limits, log_level=log_level)
         uvicorn.Server(config).run(sockets=[listener])
 
 

@@ -13,15 +13,15 @@ import binascii
 import secrets
 from typing import Annotated, Any
 
-import orjson
 from fastapi import APIRouter, Depends, Header
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import Response
 
+from simforge import jsonio
 from simforge.env.action import ActionError
 from simforge.sim.session import SessionClosed
 
-from .problems import Problem
+from .problems import JsonRoute, Problem
 from .sessions import ServedSession, SessionManager, episode_ended
 
 MAX_SEED = 2**63 - 1
@@ -84,7 +84,7 @@ class FinishSession(BaseModel):
 
 def _json(data: Any, status: int = 200) -> Response:
     return Response(
-        orjson.dumps(data, default=repr), status_code=status, media_type="application/json"
+        jsonio.dumps(data, default=repr), status_code=status, media_type="application/json"
     )
 
 
@@ -186,7 +186,10 @@ def token_dependency(token: str, surface: str = "the control plane") -> Any:
 def control_router(manager: SessionManager, token: str) -> APIRouter:
     require_token = token_dependency(token)
     router = APIRouter(
-        prefix="/sessions", tags=["control plane"], dependencies=[Depends(require_token)]
+        prefix="/sessions",
+        tags=["control plane"],
+        dependencies=[Depends(require_token)],
+        route_class=JsonRoute,
     )
     problem = {"model": None, "description": "A problem (application/problem+json)."}
     errors: dict[int | str, dict[str, Any]] = {

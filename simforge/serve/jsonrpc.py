@@ -77,7 +77,7 @@ from .mcp_server import (
     session_catalog,
     stamp,
 )
-from .problems import Problem
+from .problems import Problem, parse_json
 from .sessions import DEFAULT_SESSION, ServedSession, SessionManager, authorize
 from .tool_plane import Receive, Send
 
@@ -178,7 +178,6 @@ class JsonRpc:
     def __init__(self, manager: SessionManager, token: str) -> None:
         self.manager = manager
         self.token = token
-        self.max_body = manager.limits.max_body_bytes
         self._initialized: dict[tuple[str, str], dict[str, Any]] = {}
         self._discovered: dict[str, dict[str, Any]] = {}
 
@@ -195,7 +194,6 @@ class JsonRpc:
             return
         rpc = Rpc()
         accept = b""
-        length = b""
         mcp: list[tuple[str, str]] | None = None
         for key, value in scope["headers"]:
             if key == b"authorization":
@@ -205,8 +203,6 @@ class JsonRpc:
                     sid = value.decode("latin-1")
             elif key == b"accept":
                 accept = value
-            elif key == b"content-length":
-                length = value
             elif key.startswith(b"mcp-"):  # MCP-Protocol-Version, Mcp-Method, Mcp-Name, Mcp-Param-*
                 if mcp is None:
                     mcp = []
@@ -218,8 +214,6 @@ class JsonRpc:
         if b"text/event-stream" in accept:
             rpc.strict = True
         try:
-            if length and int(length) > self.max_body:
-                raise self._too_large()
             if sid is not None:
                 served = self.manager.sessions.get(sid)
                 if served is None:
@@ -234,19 +228,16 @@ class JsonRpc:
         except RpcError as error:
             await _send(send, error.status or 400, _frame(None, error), error.headers)
             return
-        except ValueError:
-            bad = RpcError(INVALID_REQUEST, "content-length is not a number")
-            await _send(send, 400, _frame(None, bad))
-            return
         if rpc.modern and mcp is not None:
             # what the 2026-07-28 ladder reads: the routing headers (and any Mcp-Param-*)
             rpc.headers = dict(mcp)
             rpc.routing = mcp
         try:
-            message = orjson.loads(body)
-        except orjson.JSONDecodeError as exc:
-            bad = RpcError(PARSE_ERROR, f"Parse error: {exc.msg} at line {exc.lineno}, "
-                                        f"column {exc.colno}")
+            message = parse_json(body)
+        except Problem as problem:  # not JSON (400), or an integer beyond 64 bits (422)
+            detail = problem.detail.partition(": ")[2]
+            bad = RpcError(PARSE_ERROR, f"Parse error: {detail}") if problem.status == 400 else (
+                RpcError(INVALID_REQUEST, f"Invalid Request: {problem.detail}"))
             await _send(send, self._status(bad, rpc), _frame(None, bad))
             return
         status, answer, extra = await self._answer_http(message, rpc)
@@ -290,21 +281,15 @@ class JsonRpc:
             return ERROR_CODE_HTTP_STATUS.get(error.code, 200)
         return 400 if error.code in (PARSE_ERROR, INVALID_REQUEST) else 200
 
-    def _too_large(self) -> RpcError:
-        return RpcError(INVALID_REQUEST, f"the request body exceeds {self.max_body} bytes",
-                        status=413, http=True)
-
-    async def _body(self, receive: Receive) -> bytes:
+    @staticmethod
+    async def _body(receive: Receive) -> bytes:
+        """The whole body (its size is the business of :mod:`simforge.serve.guard`)."""
         chunks = []
-        size = 0
         while True:
             message = await receive()
             if message["type"] == "http.disconnect":
                 raise RpcError(INVALID_REQUEST, "the client went away", status=499, http=True)
             chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_body:
-                raise self._too_large()
             chunks.append(chunk)
             if not message.get("more_body", False):
                 return chunks[0] if len(chunks) == 1 else b"".join(chunks)

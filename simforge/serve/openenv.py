@@ -59,7 +59,7 @@ from .control_plane import (
 )
 from .jsonrpc import JsonRpc, Rpc, RpcError, _frame, _request_id
 from .mcp_server import call_result, session_catalog, unknown_tool
-from .problems import Problem, tool_problem
+from .problems import JsonRoute, Problem, parse_json, tool_problem
 from .sessions import ServedSession, SessionManager, episode_ended
 
 log = logging.getLogger(__name__)
@@ -371,6 +371,7 @@ class _HttpEpisodes:
     def get(self, episode_id: str | None) -> ServedSession:
         served = self.find(episode_id)
         if served is not None:
+            served.touch()  # a request that names the episode is activity
             return served
         detail = (
             f"no episode {episode_id!r}; POST /reset starts one"
@@ -394,7 +395,7 @@ class _HttpEpisodes:
 
 
 def openenv_router(manager: SessionManager, token: str, rpc: JsonRpc) -> APIRouter:
-    router = APIRouter(tags=["openenv"])
+    router = APIRouter(tags=["openenv"], route_class=JsonRoute)
     scenario = manager.loaded.scenario
     episodes = _HttpEpisodes(manager)
     require_token = token_dependency(token, "OpenEnv's simulation endpoints")
@@ -525,9 +526,11 @@ async def _message(
 ) -> bytes | None:
     """The reply to one WebSocket message; ``None`` to close."""
     try:
-        message = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        return _error(f"Invalid JSON: {exc}", INVALID_JSON)
+        message = parse_json(raw, field="message")
+    except Problem as problem:
+        if problem.status == 400:
+            return _error(f"Invalid JSON: {problem.detail}", INVALID_JSON)
+        return _problem_error(problem)
     if type(message) is not dict:
         return _problem_error(_invalid("a message is an object: {\"type\", \"data\"?}", "body"))
     kind = message.get("type", "")

@@ -8,14 +8,20 @@ FastAPI's own validation errors, Starlette's HTTP errors and the tool plane's ch
 
 from __future__ import annotations
 
+import json
+import re
+from collections.abc import Callable, Coroutine
 from http import HTTPStatus
-from typing import Any
+from typing import Any, Final
 
 import orjson
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
+
+from simforge import jsonio
 
 PROBLEM_JSON = "application/problem+json"
 
@@ -54,8 +60,12 @@ def title_of(status: int) -> str:
         return {499: "Client Closed Request"}.get(status, "Error")
 
 
-class Problem(Exception):
-    """An answer that is a problem: raised anywhere in the serve layer, rendered by one handler."""
+class Problem(StarletteHTTPException):
+    """An answer that is a problem: raised anywhere in the serve layer, rendered by one handler.
+    (An HTTP exception, so that FastAPI lets one raised while it reads a body through as it is:
+    :class:`JsonRoute`.)"""
+
+    headers: dict[str, str]
 
     def __init__(
         self,
@@ -67,13 +77,16 @@ class Problem(Exception):
         headers: dict[str, str] | None = None,
         retry_after: float | None = None,
     ) -> None:
-        super().__init__(detail)
+        super().__init__(status, detail, headers)
         self.status = status
         self.code = code
         self.detail = detail
         self.errors = errors or []
         self.headers = headers or {}
         self.retry_after = retry_after
+
+    def __str__(self) -> str:
+        return self.detail
 
     def body(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -90,7 +103,7 @@ class Problem(Exception):
         return out
 
     def encode(self) -> bytes:
-        return orjson.dumps(self.body(), default=repr)
+        return jsonio.dumps(self.body(), default=repr)
 
     def response(self) -> Response:
         return Response(
@@ -114,10 +127,30 @@ def tool_problem(error: dict[str, Any]) -> Problem:
     )
 
 
-def parse_json(raw: bytes, *, field: str = "body") -> Any:
-    """The decoded body, or a 400 naming the field and the position of the syntax error."""
+INT_MIN: Final = -(2**63)
+INT_MAX: Final = 2**63 - 1
+_LONG_NUMBER: Final = re.compile(rb"\d{19}")
+"""19 digits in a row: maybe an integer that orjson would read as a float (beyond 64 bits),
+or one beyond what simforge carries; anything shorter is neither."""
+
+
+def parse_json(raw: bytes | bytearray | memoryview | str, *, field: str = "body") -> Any:
+    """The one way the server reads JSON from outside (HTTP bodies, MCP, WebSocket messages):
+    orjson with the depth limit of :mod:`simforge.jsonio` (checked while parsing), and integers
+    held to 64 bits (signed). A syntax error, or nesting deeper than
+    :data:`~simforge.jsonio.MAX_DEPTH`, is a 400 naming ``field``; an integer out of range is a
+    422 naming its path (``body.action.tool_calls.0.arguments.n``): orjson would read it as a
+    float (an integer that is no longer the one sent), and what the server records is written
+    back with orjson."""
     try:
-        return orjson.loads(raw)
+        value = jsonio.loads(raw)
+    except jsonio.DepthError as exc:
+        raise Problem(
+            400,
+            "invalid_json",
+            f"{field}: {exc}",
+            errors=[{"field": field, "expected": f"at most {exc.limit} levels of nesting"}],
+        ) from None
     except orjson.JSONDecodeError as exc:
         raise Problem(
             400,
@@ -125,6 +158,57 @@ def parse_json(raw: bytes, *, field: str = "body") -> Any:
             f"{field}: not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}",
             errors=[{"field": field, "expected": "a JSON document", "problem": exc.msg}],
         ) from None
+    data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
+    if _LONG_NUMBER.search(data) is not None:
+        where = _wide_integer(json.loads(bytes(data)), field)
+        if where is not None:
+            path, number = where
+            problem = f"integer {number} is out of range"
+            expected = "an integer from -2**63 to 2**63-1"
+            raise Problem(
+                422,
+                "integer_out_of_range",
+                f"{path}: {problem}; expected {expected}",
+                errors=[{"field": path, "expected": expected, "problem": problem}],
+            )
+    return value
+
+
+def _wide_integer(value: Any, field: str) -> tuple[str, int] | None:
+    """The path and value of the first integer beyond 64 bits (signed) in ``value``."""
+    stack: list[tuple[Any, str]] = [(value, field)]
+    while stack:
+        item, path = stack.pop()
+        if type(item) is int:
+            if not INT_MIN <= item <= INT_MAX:
+                return path, item
+        elif isinstance(item, dict):
+            stack.extend((child, f"{path}.{key}") for key, child in reversed(item.items()))
+        elif isinstance(item, list):
+            stack.extend((child, f"{path}.{i}") for i, child in reversed(list(enumerate(item))))
+    return None
+
+
+class JsonRequest(Request):
+    """A request whose JSON body is read by :func:`parse_json`."""
+
+    async def json(self) -> Any:
+        if not hasattr(self, "_json"):
+            self._json = parse_json(await self.body())
+        return self._json
+
+
+class JsonRoute(APIRoute):
+    """A FastAPI route that reads its JSON body with :func:`parse_json` (FastAPI's own reading
+    is ``json.loads``: no depth limit, integers of any size)."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def handle(request: Request) -> Response:
+            return await handler(JsonRequest(request.scope, request.receive))
+
+        return handle
 
 
 def _validation_problem(exc: RequestValidationError, content_type: str = "") -> Problem:

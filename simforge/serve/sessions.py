@@ -19,7 +19,7 @@ from typing import Any
 
 from simforge.config import ConfigError, NotFound
 from simforge.env.core import SimforgeEnv
-from simforge.faults.library import resolve_profile
+from simforge.faults.library import builtin_profiles
 from simforge.scenario.model import BudgetConfig, Scenario, Task
 from simforge.scenario.plugins import PluginError
 from simforge.scenario.registry import LoadedScenario, default_registry
@@ -31,6 +31,8 @@ from simforge.tools.spec import Constant
 from .problems import Problem
 
 DEFAULT_SESSION = "default"
+clock = time.monotonic
+"""The clock of idle times (a module attribute, so that tests can move it)."""
 SANDBOX_RECORD = 10_000
 """Calls a sandbox session keeps in its record (the most recent ones)."""
 UNBOUNDED = BudgetConfig(max_steps=2**62, max_sim_seconds=1e15)
@@ -50,6 +52,14 @@ class Limits:
     """Requests one session may have queued on its lock; beyond that, 429."""
     idempotency_window: int = 256
     """Step answers remembered per session, by request id."""
+    header_timeout: float = 10.0
+    """Seconds a client has to send a request's headers (from the connection opening, or from
+    the request's first byte on a reused one); then 408 and the connection is closed."""
+    body_timeout: float = 30.0
+    """Seconds a client has to send a request's body once its headers are in."""
+    keep_alive: float = 75.0
+    """Seconds an idle connection is kept between requests: longer than a pooled client keeps
+    one (httpx 5 s, aiohttp 15 s), so that the server never closes one as it is reused."""
 
 
 def sandbox_scenario(pack: Pack) -> LoadedScenario:
@@ -89,7 +99,9 @@ class ServedSession:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     pending: int = 0
     created_at: float = field(default_factory=time.time)
-    last_used: float = field(default_factory=time.monotonic)
+    last_used: float = field(default_factory=lambda: clock())
+    """When a request last named the session (its creation, to begin with): idle time counts
+    from here."""
     wall_anchor: float = field(default_factory=time.monotonic)
     answers: OrderedDict[str, Any] = field(default_factory=OrderedDict)
     episode_id: str = ""
@@ -106,12 +118,13 @@ class ServedSession:
         return session
 
     def touch(self) -> None:
-        self.last_used = time.monotonic()
+        self.last_used = clock()
 
     def reset(
         self, seed: int | None, options: dict[str, Any], episode_id: str | None = None
     ) -> tuple[dict[str, Any], Any]:
         obs, info = self.env.reset(seed=seed, options=options)
+        self.touch()
         self.wall_anchor = time.monotonic()
         self.answers.clear()
         self.episode_id = episode_id or uuid.uuid4().hex
@@ -208,6 +221,24 @@ def authorize(served: ServedSession, authorization: str | bytes | None) -> None:
         )
 
 
+def check_fault_name(faults: str | None, loaded: LoadedScenario) -> None:
+    """A client names a fault profile of the server's library (the scenario's and the pack's
+    own, the built-in ones), never a file: a path would read the server's disk, and whether it
+    exists or holds a profile would show in the answer. So every string that is not such a name
+    gets the same 422, whatever it is."""
+    if faults is None or faults == "none":
+        return
+    names = {profile.name for profile in loaded.profiles} | set(builtin_profiles())
+    if faults not in names:
+        known = sorted({"none", *names})
+        raise Problem(
+            422,
+            "unknown_fault_profile",
+            f"unknown fault profile {faults!r}; known: {known}",
+            errors=[{"field": "body.faults", "expected": f"one of {known}"}],
+        )
+
+
 def episode_ended(served: ServedSession) -> Problem:
     session = served.session
     reason = "terminated" if session.terminated else (session.truncation_reason or "ended")
@@ -242,7 +273,8 @@ class SessionManager:
     ) -> ServedSession:
         """The session the tool plane uses when a request names none: a sandbox (no budgets)."""
         return self.create(
-            session_id=DEFAULT_SESSION, task=task, seed=seed, faults=faults, sandbox=True
+            session_id=DEFAULT_SESSION, task=task, seed=seed, faults=faults, sandbox=True,
+            operator=True,
         )
 
     def create(
@@ -257,7 +289,11 @@ class SessionManager:
         max_steps: int | None = None,
         max_sim_seconds: float | None = None,
         episode_id: str | None = None,
+        operator: bool = False,
     ) -> ServedSession:
+        """A new session. Its ``faults`` name a profile of the server's library, unless the
+        server's operator gives them (``operator``: ``simforge serve --faults`` may be a path
+        on the operator's own disk)."""
         self.evict_idle()
         if len(self.sessions) >= self.limits.max_sessions:
             raise Problem(
@@ -277,6 +313,8 @@ class SessionManager:
                 errors=[{"field": "body.session_id", "problem": "already exists"}],
             )
         loaded = self._scenario(scenario, sandbox)
+        if not operator:
+            check_fault_name(faults, loaded)
         if max_steps is not None or max_sim_seconds is not None:
             budgets = loaded.scenario.budgets.model_copy(
                 update={
@@ -338,6 +376,7 @@ class SessionManager:
         return with_budgets(loaded, UNBOUNDED) if sandbox else loaded
 
     def get(self, session_id: str) -> ServedSession:
+        """The session, for a request that names it: that is activity (see :meth:`evict_idle`)."""
         served = self.sessions.get(session_id)
         if served is None:
             raise Problem(
@@ -346,6 +385,7 @@ class SessionManager:
                 f"no session {session_id!r}; sessions are created on the control plane",
                 errors=[{"field": "session", "problem": "unknown session id"}],
             )
+        served.touch()
         return served
 
     def reset(
@@ -363,9 +403,8 @@ class SessionManager:
             options["task"] = task
         if faults is not None:
             options["faults"] = faults
+        check_fault_name(faults, served.env.loaded)
         try:
-            if faults is not None:
-                resolve_profile(faults, served.env.loaded.profiles)
             obs, info = served.reset(seed, options, episode_id)
         except NotFound as exc:
             raise Problem(
@@ -381,14 +420,20 @@ class SessionManager:
         del self.sessions[session_id]
 
     def evict_idle(self) -> int:
-        """Delete sessions idle for longer than the TTL (never the default one, never one with
-        a request in flight or an open connection). Returns how many went."""
-        limit = time.monotonic() - self.limits.idle_ttl
+        """Delete the sessions idle for longer than the TTL; returns how many went.
+
+        Idle is the time since a request last named the session: its creation, a reset, a
+        call, a step, an inspection (every path finds it with :meth:`get`). So a session
+        created and awaiting its first call lives the whole TTL from its creation, and one
+        reset after a pause the whole TTL from the reset. Never evicted: the default session,
+        one with a request in flight or queued (its lock held, calls pending), one with an open
+        connection (an OpenEnv WebSocket)."""
+        limit = clock() - self.limits.idle_ttl
         stale = [
             sid
             for sid, s in self.sessions.items()
             if sid != DEFAULT_SESSION and s.last_used < limit and s.pending == 0
-            and s.connections == 0
+            and s.connections == 0 and not s.lock.locked()
         ]
         for sid in stale:
             del self.sessions[sid]

@@ -2,7 +2,8 @@
 
 This is the hot path of a harness under load, so it is a bare ASGI handler in front of FastAPI:
 no routing table, no dependency injection, no pydantic model per request; orjson in and out. The
-request is checked here (method, size, JSON); the arguments are checked by the tool itself inside
+request is checked here (method, JSON; its size before, by :mod:`simforge.serve.guard`); the
+arguments are checked by the tool itself inside
 the simulation, as a real service would, and a bad argument answers 422 naming it. FastAPI never
 sees these paths; ``/openapi.json`` still documents each tool, from its ToolSpec's own schemas.
 
@@ -104,7 +105,6 @@ def retry_after_header(seconds: float, time_scale: float) -> str:
 class ToolPlane:
     def __init__(self, manager: SessionManager) -> None:
         self.manager = manager
-        self.max_body = manager.limits.max_body_bytes
 
     async def __call__(
         self, scope: Scope, receive: Receive, send: Send, sid: str | None, name: str
@@ -124,22 +124,11 @@ class ToolPlane:
                     sid = value.decode("latin-1")
                 elif key == b"authorization":
                     authorization = value
-                elif key == b"content-length" and int(value or b"0") > self.max_body:
-                    raise self._too_large()
             body = await self._body(receive)
             args = parse_json(body) if body.strip() else {}
             outcome = await invoke(self.manager, sid, name, args, authorization)
         except Problem as exc:
             await self._send(send, exc.status, exc.encode(), _PROBLEM, exc.headers)
-            return
-        except ValueError:  # a content-length that is not a number
-            bad = Problem(
-                400,
-                "invalid_header",
-                "content-length is not a number",
-                errors=[{"field": "header.content-length"}],
-            )
-            await self._send(send, 400, bad.encode(), _PROBLEM, {})
             return
         if outcome.wire is not None:  # the answer's bytes are the fault's (faults/wire.py)
             await render_wire(
@@ -165,25 +154,15 @@ class ToolPlane:
             headers["Retry-After"] = retry_after_header(answer.retry_after, scale)
         await self._send(send, status, answer.encode(), _PROBLEM, headers, outcome.call_id)
 
-    def _too_large(self) -> Problem:
-        return Problem(
-            413,
-            "body_too_large",
-            f"the request body exceeds {self.max_body} bytes",
-            errors=[{"field": "body", "expected": f"at most {self.max_body} bytes"}],
-        )
-
-    async def _body(self, receive: Receive) -> bytes:
+    @staticmethod
+    async def _body(receive: Receive) -> bytes:
+        """The whole body (its size is the business of :mod:`simforge.serve.guard`)."""
         chunks = []
-        size = 0
         while True:
             message = await receive()
             if message["type"] == "http.disconnect":
                 raise Problem(499, "client_disconnected", "the client went away")
             chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_body:
-                raise self._too_large()
             chunks.append(chunk)
             if not message.get("more_body", False):
                 return chunks[0] if len(chunks) == 1 else b"".join(chunks)

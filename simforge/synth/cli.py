@@ -67,8 +67,13 @@ def register(app: typer.Typer) -> None:
         """Synthesize an environment pack (tools, world, tasks, scenario) from traces."""
         from simforge.synth.build import SynthWarning, synthesize
         from simforge.synth.inputs import NothingToLearn
+        from simforge.synth.pack_files import PackFormatError, check_out
         from simforge.synth.snapshot import SnapshotError
 
+        try:
+            check_out(out)  # before the learning, not after it
+        except PackFormatError as exc:
+            raise _fail(str(exc), 2) from None
         started = time.perf_counter()
         with Progress(
             TextColumn("{task.description}"),

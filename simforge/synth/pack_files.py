@@ -28,6 +28,7 @@ from typing import Any
 import orjson
 import yaml
 
+from simforge import atomic
 from simforge.errors import UserError
 from simforge.jsonio import dumps
 
@@ -61,37 +62,53 @@ def write_pack(
     state: dict[str, Any] | None = None,
     nongold: dict[str, Any] | None = None,
 ) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    files = {"tools": TOOLS, "world": WORLD, "replay": REPLAY, "scenario": SCENARIO}
-    if state is not None:
-        files["state"] = STATE
-    if nongold is not None:
-        files["nongold"] = NONGOLD
-    manifest = {"format": FORMAT, **manifest, "files": files}
-    state_path = out / STATE
-    if state is not None:
-        state_path.write_bytes(dumps(state, option=orjson.OPT_INDENT_2))
-    elif state_path.exists():
-        state_path.unlink()
-    (out / MANIFEST).write_text(yaml.dump(manifest, Dumper=_Dumper, sort_keys=False))
-    (out / TOOLS).write_bytes(dumps(tools, option=orjson.OPT_INDENT_2))
-    (out / WORLD).write_bytes(gzip.compress(dumps(world), compresslevel=6, mtime=0))
-    (out / REPLAY).write_bytes(gzip.compress(dumps(replay), compresslevel=6, mtime=0))
-    policy_path = out / POLICY
-    if policy:
-        policy_path.write_text(policy if policy.endswith("\n") else policy + "\n")
-    elif policy_path.exists():
-        policy_path.unlink()  # a pack rewritten from traces without one
-    (out / SCENARIO).write_text(
-        yaml.dump(scenario, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
-    )
-    nongold_path = out / NONGOLD
-    if nongold is not None:
-        nongold_path.write_text(
-            yaml.dump(nongold, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
+    """Write the pack to ``out`` whole or not at all: into a temporary sibling, renamed onto
+    ``out`` once every file is in (:func:`simforge.atomic.replacing`), so that a synth killed
+    half way leaves the previous pack as it was. A folder that is not a pack is never replaced
+    (``--out`` naming a folder of other things would otherwise lose it)."""
+    check_out(out)
+    with atomic.replacing(out) as tmp:
+        tmp.mkdir()
+        files = {"tools": TOOLS, "world": WORLD, "replay": REPLAY, "scenario": SCENARIO}
+        if state is not None:
+            files["state"] = STATE
+        if nongold is not None:
+            files["nongold"] = NONGOLD
+        manifest = {"format": FORMAT, **manifest, "files": files}
+        if state is not None:
+            (tmp / STATE).write_bytes(dumps(state, option=orjson.OPT_INDENT_2))
+        (tmp / MANIFEST).write_text(yaml.dump(manifest, Dumper=_Dumper, sort_keys=False))
+        (tmp / TOOLS).write_bytes(dumps(tools, option=orjson.OPT_INDENT_2))
+        (tmp / WORLD).write_bytes(gzip.compress(dumps(world), compresslevel=6, mtime=0))
+        (tmp / REPLAY).write_bytes(gzip.compress(dumps(replay), compresslevel=6, mtime=0))
+        if policy:
+            (tmp / POLICY).write_text(policy if policy.endswith("\n") else policy + "\n")
+        (tmp / SCENARIO).write_text(
+            yaml.dump(scenario, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
         )
-    elif nongold_path.exists():
-        nongold_path.unlink()
+        if nongold is not None:
+            (tmp / NONGOLD).write_text(
+                yaml.dump(nongold, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
+            )
+
+
+def check_out(out: Path) -> None:
+    """Raise :class:`PackFormatError` unless ``out`` is free for a pack: missing, an empty
+    folder, or a pack (its manifest says so), which is then replaced whole."""
+    if not out.exists():
+        return
+    if out.is_dir():
+        if not any(out.iterdir()):
+            return
+        try:
+            read_manifest(out)
+            return
+        except PackFormatError:
+            pass
+    raise PackFormatError(
+        f"{out}: exists and is not a pack (no {MANIFEST}); --out takes a new folder, an empty "
+        "one or a pack to replace"
+    )
 
 
 def read_manifest(folder: Path) -> dict[str, Any]:

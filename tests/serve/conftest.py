@@ -17,6 +17,7 @@ import pytest
 import uvicorn
 
 from simforge.serve.app import SimforgeApp, create_app
+from simforge.serve.server import server_config
 from simforge.tools import Pack, ToolContext, tool
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -81,8 +82,9 @@ def live_server() -> Iterator[Callable[..., Live]]:
         kwargs.setdefault("token", TOKEN)
         app = create_app(target, **kwargs)
         port = free_port()
-        config = uvicorn.Config(
-            app, host="127.0.0.1", port=port, log_level="error", access_log=False, lifespan="on"
+        # the configuration `simforge serve` runs with (deadlines, keep-alive, ws limit)
+        config = server_config(
+            app, "127.0.0.1", port, app.state.manager.limits, log_level="error", lifespan="on"
         )
         server = uvicorn.Server(config)
         thread = threading.Thread(target=server.run, daemon=True)

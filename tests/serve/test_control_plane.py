@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import base64
+import json
+from pathlib import Path
 
 import pytest
+
+import simforge.faults.library
 
 from .conftest import ACME, AUTH, TOKEN, asgi_client, create_session
 
@@ -157,8 +161,8 @@ async def test_bad_actions_and_bad_json_are_422_and_400(client):
         content=b"{oops",
         headers={**AUTH, "content-type": "application/json"},
     )
-    assert r.status_code == 422
-    assert r.json()["errors"][0]["field"].startswith("body")
+    assert r.status_code == 400  # as on the tool plane: one parse path for every body
+    assert r.json()["errors"][0]["field"] == "body" and "line 1" in r.json()["detail"]
 
 
 async def test_another_registered_scenario_can_be_served_in_a_session(client):
@@ -181,3 +185,27 @@ async def test_a_body_not_sent_as_json_is_told_how_to_send_it(client):
     assert error["field"] == "body" and error["expected"] == "a JSON object"
     assert "Content-Type: application/json" in error["problem"]
     assert (await client.post("/sessions", json={}, headers=AUTH)).status_code == 201
+
+
+async def test_fault_profiles_are_names_never_paths_on_the_servers_disk(client, tmp_path):
+    """A path answered differently as it exists or not, is a profile or not (a 500 for any
+    other YAML): an oracle on the server's disk, and a way to load any profile from it."""
+    profile = Path(simforge.faults.library.__file__).parent / "profiles" / "flaky-network.yaml"
+    other = tmp_path / "notes.yaml"
+    other.write_text("just: some yaml\n")
+    assert profile.is_file()
+    paths = [str(profile), str(other), str(tmp_path / "missing.yaml"), "../../etc/passwd",
+             str(tmp_path)]
+    _, _tools = await create_session(client, session_id="f")
+    answers = []
+    for path in paths:
+        for url, body in (("/sessions", {"faults": path}),
+                          ("/sessions/f/reset", {"faults": path}),
+                          ("/reset", {"faults": path})):
+            r = await client.post(url, json=body, headers=AUTH)
+            assert r.status_code == 422, (url, path, r.text)
+            answers.append(r.text.replace(json.dumps(path)[1:-1], "X").replace(path, "X"))
+    assert len(set(answers)) == 1, set(answers)  # the same answer, whatever the path is
+    assert json.loads(answers[0])["errors"][0]["field"] == "body.faults"
+    r = await client.post("/sessions", json={"faults": "flaky-network"}, headers=AUTH)
+    assert r.status_code == 201 and r.json()["session"]["faults"] == "flaky-network"

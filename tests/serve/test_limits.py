@@ -14,6 +14,7 @@ import time
 import httpx
 import pytest
 
+from simforge.serve import sessions
 from simforge.serve.sessions import Limits
 
 from .conftest import AUTH, MINI, asgi_client, create_session, free_port
@@ -42,6 +43,72 @@ async def test_idle_sessions_expire_but_the_default_one_stays(make_app):
         assert (
             await c.post("/tools/get_customer", json={"customer_id": "C-0001"})
         ).status_code == 200
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def idle_clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    fake = FakeClock()
+    monkeypatch.setattr(sessions, "clock", fake)
+    return fake
+
+
+async def test_a_new_session_lives_the_whole_ttl_from_its_creation(make_app, idle_clock):
+    app = make_app(limits=Limits(idle_ttl=100))
+    manager = app.state.manager
+    async with asgi_client(app) as c:
+        await create_session(c, session_id="waiting")
+        idle_clock.now += 99
+        assert manager.evict_idle() == 0  # still awaiting its first call: not idle for long
+        idle_clock.now += 2
+        assert manager.evict_idle() == 1
+
+
+@pytest.mark.parametrize("activity", ["reset", "inspect", "call", "step", "openenv-state"])
+async def test_every_request_naming_a_session_restarts_its_idle_time(
+    make_app, idle_clock, activity
+):
+    app = make_app(limits=Limits(idle_ttl=100))
+    manager = app.state.manager
+    async with asgi_client(app) as c:
+        await c.post("/reset", json={"episode_id": "busy-episode"}, headers=AUTH)
+        (sid,) = [s for s in manager.sessions if s != "default"]
+        tools = {"Authorization": f"Bearer {manager.get(sid).tool_token}"}
+        idle_clock.now += 80
+        r = {
+            "reset": lambda: c.post(f"/sessions/{sid}/reset", json={}, headers=AUTH),
+            "inspect": lambda: c.get(f"/sessions/{sid}", headers=AUTH),
+            "call": lambda: c.post(f"/s/{sid}/tools/get_customer",
+                                   json={"customer_id": "C-0001"}, headers=tools),
+            "step": lambda: c.post(f"/sessions/{sid}/step",
+                                   json={"action": {"tool_calls": [{"name": "get_customer", "arguments": {
+                                       "customer_id": "C-0001"}}]}}, headers=AUTH),
+            "openenv-state": lambda: c.get("/state", params={"episode_id": "busy-episode"},
+                                           headers=AUTH),
+        }[activity]
+        assert (await r()).status_code == 200
+        idle_clock.now += 80  # 160 s since creation, 80 since the request
+        assert manager.evict_idle() == 0
+        idle_clock.now += 21
+        assert manager.evict_idle() == 1
+
+
+async def test_a_session_whose_lock_is_held_is_not_evicted(make_app, idle_clock):
+    app = make_app(limits=Limits(idle_ttl=100))
+    manager = app.state.manager
+    async with asgi_client(app) as c:
+        await create_session(c, session_id="stepping")
+        async with manager.sessions["stepping"].lock:  # a long step (an LLM user replying)
+            idle_clock.now += 500
+            assert manager.evict_idle() == 0
+        assert manager.evict_idle() == 1
 
 
 async def test_too_many_queued_requests_on_one_session_is_429(make_app):

@@ -8,6 +8,8 @@ import asyncio
 import httpx
 import pytest
 
+from simforge.serve.sessions import Limits
+
 from .conftest import AUTH, MINI
 
 SESSIONS = 500
@@ -47,7 +49,12 @@ async def _one_session(c: httpx.AsyncClient, i: int) -> list[str]:
 
 
 async def _load(url: str) -> tuple[list[str], int]:
-    limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
+    # A pooled connection is reused until the client's expiry; the server must keep it longer,
+    # or it closes one just as the client sends on it (httpx.ReadError on a busy machine).
+    expiry = 5.0
+    assert Limits().keep_alive > 2 * expiry
+    limits = httpx.Limits(max_connections=64, max_keepalive_connections=64,
+                          keepalive_expiry=expiry)
     async with httpx.AsyncClient(base_url=url, limits=limits, timeout=60) as c:
         results = await asyncio.gather(*[_one_session(c, i) for i in range(SESSIONS)])
         listed = (await c.get("/sessions", headers=AUTH)).json()

@@ -200,6 +200,8 @@ async def test_errors_carry_openenvs_codes(live_server):
         assert await code({"type": "step", "data": [1]}) == "VALIDATION_ERROR"
         assert await code({"type": "state", "extra": 1}) == "VALIDATION_ERROR"
         assert await code({"type": "reset", "data": {"seed": -3}}) == "VALIDATION_ERROR"
+        assert await code({"type": "reset", "data": {"seed": 2**64}}) == "VALIDATION_ERROR"
+        assert await code("[" * 200 + "]" * 200) == "INVALID_JSON"  # deeper than MAX_DEPTH
         assert await code({"type": "reset", "data": {"taks": "upgrade"}}) == "VALIDATION_ERROR"
         assert await code({"type": "reset", "data": {"task": "no-such"}}) == "VALIDATION_ERROR"
         assert await code({"type": "step", "data": {"type": "teleport"}}) == "VALIDATION_ERROR"

@@ -1,0 +1,134 @@
+"""The body limit: :class:`BodyLimit` is one pure ASGI layer in front of everything (tool
+plane, MCP, the conversation, the control plane, OpenEnv's HTTP routes), so that no route can
+read a body, or authenticate from one, before the limit has been applied. A ``Content-Length``
+over the limit is answered ``413`` at once, without reading a byte of the body and without
+calling the application. A body with no length (``Transfer-Encoding: chunked``) is counted
+while the application reads it: past the limit the application is told the client went away,
+whatever it was about to answer is dropped, and the answer is ``413``. Both close the
+connection (the rest of the body is never read), as does an answer given before a streamed
+body was read whole (a ``401``, a ``404``). A request with a ``Content-Length`` within
+the limit is passed through untouched: the HTTP parser already holds it to that length, and
+the hot path pays for one header scan.
+
+Slow clients are :mod:`simforge.serve.server`'s business.
+"""
+
+from __future__ import annotations
+
+from collections.abc import MutableMapping
+from typing import Any
+
+from .problems import PROBLEM_JSON, Problem
+from .tool_plane import Receive, Scope, Send
+
+
+def body_too_large(limit: int) -> Problem:
+    return Problem(
+        413,
+        "body_too_large",
+        f"the request body exceeds {limit} bytes",
+        errors=[{"field": "body", "expected": f"at most {limit} bytes"}],
+    )
+
+
+async def _send_problem(send: Send, problem: Problem) -> None:
+    body = problem.encode()
+    headers = [
+        (b"content-type", PROBLEM_JSON.encode()),
+        (b"content-length", str(len(body)).encode()),
+        (b"connection", b"close"),
+    ]
+    await send({"type": "http.response.start", "status": problem.status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+class _Counted:
+    """One request whose body has no declared length: ``receive`` counts what arrives, ``send``
+    is the application's until the limit is passed. ``transport`` is the server's (the tool
+    plane aborts it to simulate a connection reset)."""
+
+    __slots__ = (
+        "_receive",
+        "_send",
+        "complete",
+        "exceeded",
+        "limit",
+        "size",
+        "started",
+        "transport",
+    )
+
+    def __init__(self, receive: Receive, send: Send, limit: int) -> None:
+        self._receive = receive
+        self._send = send
+        self.limit = limit
+        self.size = 0
+        self.exceeded = False
+        self.started = False
+        self.complete = False
+        self.transport = getattr(getattr(send, "__self__", None), "transport", None)
+
+    async def receive(self) -> MutableMapping[str, Any]:
+        if self.exceeded:
+            return {"type": "http.disconnect"}
+        message = await self._receive()
+        if message["type"] == "http.request":
+            self.size += len(message.get("body", b""))
+            if self.size > self.limit:
+                self.exceeded = True
+                return {"type": "http.disconnect"}
+            self.complete = not message.get("more_body", False)
+        return message
+
+    async def send(self, message: MutableMapping[str, Any]) -> None:
+        if self.exceeded:
+            return  # the answer is the 413
+        if message["type"] == "http.response.start":
+            self.started = True
+            if not self.complete:  # answered without the body (a 401, a 404): not read either
+                message = {**message, "headers": [*message.get("headers", ()),
+                                                  (b"connection", b"close")]}
+        await self._send(message)
+
+
+class BodyLimit:
+    """The ASGI layer that holds every HTTP request's body to ``limit`` bytes."""
+
+    def __init__(self, app: Any, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        counted = False
+        for key, value in scope["headers"]:
+            if key == b"content-length":
+                try:
+                    length = int(value)
+                except ValueError:
+                    length = -1
+                if length < 0:
+                    await _send_problem(send, Problem(
+                        400, "invalid_header", "content-length is not a number",
+                        errors=[{"field": "header.content-length"}]))
+                    return
+                if length > self.limit:
+                    await _send_problem(send, body_too_large(self.limit))
+                    return
+                await self.app(scope, receive, send)
+                return
+            if key == b"transfer-encoding":
+                counted = True
+        if not counted:  # no length, no chunks: no body (RFC 9112 6.3)
+            await self.app(scope, receive, send)
+            return
+        request = _Counted(receive, send, self.limit)
+        try:
+            await self.app(scope, request.receive, request.send)
+        except Exception:
+            if not request.exceeded:
+                raise
+        if request.exceeded and not request.started:
+            await _send_problem(send, body_too_large(self.limit))

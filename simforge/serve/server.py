@@ -1,0 +1,127 @@
+"""The uvicorn server of ``simforge serve``: its HTTP protocol with deadlines on receiving
+requests, and the one configuration the CLI and the tests start it with.
+
+**Slow clients.** uvicorn drops a keep-alive connection idle between requests
+(``timeout_keep_alive``) but has no timer while a request is being received, and any byte
+received cancels the keep-alive timer: a client that opens a connection and sends nothing, or
+dribbles its headers a byte at a time (slowloris), holds the connection for as long as it likes
+(``h11_max_incomplete_event_size`` bounds the size of the headers, not their time;
+``limit_concurrency`` answers 503 to new requests but keeps the slow ones). The protocol here
+adds one deadline per request: its headers must be complete within ``header_timeout`` of the
+connection opening (or of the request's first byte on a reused connection), and its body
+within ``body_timeout`` of the headers; past either, the client gets ``408`` (unless an answer
+is already on its way) and the connection is closed. Nothing is timed while the application
+works on a request, or while the connection idles between requests: that is the keep-alive
+timeout's.
+
+**Keep-alive.** A pooled client reuses an idle connection until its own expiry (httpx, and so
+the OpenAI and Anthropic SDKs: 5 s; aiohttp: 15 s); a server that closes it first races the
+client's next request on it, which then fails with a read error. The server's keep-alive must
+be the longer of the two: 75 s by default (nginx's), where uvicorn's own default is 5 s, the
+same as httpx's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import uvicorn
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from .sessions import Limits
+
+
+class _Deadlines(HttpToolsProtocol):
+    """uvicorn's httptools protocol with a deadline on receiving each request."""
+
+    header_timeout: float = 10.0
+    body_timeout: float = 30.0
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._deadline: asyncio.TimerHandle | None = None
+        self._receiving_body = False
+
+    def _arm(self, seconds: float) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+        self._deadline = self.loop.call_later(seconds, self._too_slow)
+
+    def _disarm(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _too_slow(self) -> None:
+        self._deadline = None
+        if self.transport.is_closing():
+            return
+        cycle = self.cycle
+        if self._receiving_body:  # the application has the headers and waits for the body
+            answer = cycle is not None and not cycle.response_started
+            if cycle is not None and not cycle.response_complete:
+                cycle.disconnected = True  # what it reads next is the client going away
+                cycle.message_event.set()
+        else:  # headers: no answer is on its way, unless a pipelined one is
+            answer = cycle is None or cycle.response_complete
+        if answer:
+            self.transport.write(_TIMED_OUT)
+        self.transport.close()
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm(self.header_timeout)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._receiving_body = False
+        self._arm(self.header_timeout)
+
+    def on_headers_complete(self) -> None:
+        super().on_headers_complete()
+        self._receiving_body = True
+        self._arm(self.body_timeout)
+
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        self._receiving_body = False
+        self._disarm()
+
+    def handle_websocket_upgrade(self) -> None:
+        self._disarm()  # the WebSocket protocol takes the connection over
+        super().handle_websocket_upgrade()
+
+
+_TIMED_OUT = (
+    b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\n"
+    b"content-length: 32\r\nconnection: close\r\n\r\nthe request was not sent in time"
+)
+
+
+def protocol_class(header_timeout: float, body_timeout: float) -> type[HttpToolsProtocol]:
+    """uvicorn's HTTP protocol with these deadlines (``uvicorn.Config(http=...)``)."""
+    return type(
+        "SimforgeHttpProtocol",
+        (_Deadlines,),
+        {"header_timeout": header_timeout, "body_timeout": body_timeout},
+    )
+
+
+def server_config(app: Any, host: str, port: int, limits: Limits, **kwargs: Any) -> uvicorn.Config:
+    """The uvicorn configuration ``simforge serve`` runs ``app`` with: the deadlines and
+    keep-alive of ``limits``, WebSocket messages held to the body limit."""
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        http=protocol_class(limits.header_timeout, limits.body_timeout),
+        timeout_keep_alive=limits.keep_alive,  # type: ignore[arg-type]  # a float works
+        ws_max_size=limits.max_body_bytes,
+        access_log=False,
+        **kwargs,
+    )
