@@ -20,10 +20,11 @@ dictionary encoding stores each distinct string once per file.
 - ``dpo-pairs``: ``{"prompt", "chosen", "rejected", "tools_id", ...}`` JSONL in the
   conversational format TRL's DPO trainer reads (:func:`dpo_pairs`: only episodes of one cell).
 - ``hf-dataset``: a folder that ``datasets.load_dataset(FOLDER)`` reads: config ``sft`` (the
-  default; the chat rows) and ``dpo`` (the pairs), each with a ``train`` and an ``eval`` split
-  (the task's ``split``), as Parquet with the features declared in ``README.md``, equal to the
-  files' own schema, so nothing is cast; every nested value has one shape in every row
-  (arguments and tool schemas as JSON strings).
+  default; the chat rows) and ``dpo`` (the pairs; left out when there is none), each split
+  ``train`` / ``eval`` by the task's ``split`` (a split without rows left out), as Parquet
+  with the features declared in ``README.md``, equal to the files' own schema, so nothing is
+  cast; every nested value has one shape in every row (arguments and tool schemas as JSON
+  strings).
 - ``native``: simforge's lossless Episode JSONL with the reward in ``outcome`` (replayable with
   ``--policy replay:FILE`` and re-ingestable).
 
