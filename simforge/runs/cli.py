@@ -318,24 +318,34 @@ def export(
     include_invalid: bool = typer.Option(False, "--include-invalid",
                                          help="Keep invalid episodes (no reward)."),
     margin: float = typer.Option(0.0, "--margin", help="dpo-pairs: least reward gap."),
+    tools: str = typer.Option("ref", "--tools",
+                              help="JSONL: 'ref' (each tool list once, in OUT.tools.json, "
+                                   "rows name it by tools_id) or 'inline' (in every row)."),
 ) -> None:
     """Stored trajectories for training: SFT chat messages, a datasets folder, or DPO pairs."""
     from simforge.cli_support import err_console
-    from simforge.runs.export import FORMATS, export_runs
+    from simforge.runs.export import FORMATS, TOOLS_MODES, export_runs, tools_path
     from simforge.runs.store import RunStore
 
     with run_errors():
         if fmt not in FORMATS:
             raise ValueError(f"--format: {fmt!r}; use one of {list(FORMATS)}")
+        if tools not in TOOLS_MODES:
+            raise ValueError(f"--tools: {tools!r}; use one of {list(TOOLS_MODES)}")
         run_store = RunStore(_store_url(store), create=False)
         ids = [_resolve_run(run_store, r) for r in run_ids]
-        for r in ids:
-            run_store.run(r)
         target = out or FORMATS[fmt].format(run="_".join(ids))
         n = export_runs(run_store, ids, fmt, target, include_invalid=include_invalid,
-                        margin=margin)
-    err_console.print(f"wrote {n} {'pairs' if fmt == 'dpo-pairs' else 'episodes'} to {target}",
-                      highlight=False)
+                        margin=margin, tools=tools)
+    what = "pairs" if fmt == "dpo-pairs" else "episodes"
+    extra = (f" (tools in {tools_path(target)})"
+             if tools == "ref" and fmt in ("openai-jsonl", "dpo-pairs") else "")
+    err_console.print(f"wrote {n} {what} to {target}{extra}", highlight=False)
+    if fmt == "dpo-pairs" and n == 0:
+        err_console.print(
+            "[yellow]warning:[/] no pair: a pair needs two episodes of one cell (task, fault "
+            "profile, seed) whose rewards differ by more than --margin; export several runs "
+            "of the same matrix, or stress with --trials > 1", highlight=False)
 
 
 def register(app: typer.Typer) -> None:

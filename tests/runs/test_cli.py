@@ -85,10 +85,24 @@ def test_export_writes_the_chosen_format(mini, sqlite_url, tmp_path):
     result = runner.invoke(app, ["export", run["run_id"], "--format", "openai-jsonl",
                                  "--out", str(out), "--store", sqlite_url])
     assert result.exit_code == 0, result.output
-    assert "wrote 2 episodes" in result.output
-    assert len(out.read_text().splitlines()) == 2
-    bad = runner.invoke(app, ["export", run["run_id"], "--format", "csv", "--store", sqlite_url])
-    assert bad.exit_code == 2 and "--format" in bad.output
+    assert _said(result, f"wrote 2 episodes to {out} (tools in {tmp_path / 'sft.tools.json'})")
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 2 and rows[0]["tools_id"] in json.loads(
+        (tmp_path / "sft.tools.json").read_text())
+    inline = tmp_path / "inline.jsonl"
+    result = runner.invoke(app, ["export", run["run_id"], "--out", str(inline), "--tools",
+                                 "inline", "--store", sqlite_url])
+    assert result.exit_code == 0 and "tools in" not in result.output
+    assert json.loads(inline.read_text().splitlines()[0])["tools"]
+    pairs = runner.invoke(app, ["export", run["run_id"], "--format", "dpo-pairs", "--out",
+                                str(tmp_path / "dpo.jsonl"), "--store", sqlite_url])
+    assert pairs.exit_code == 0 and _said(pairs, "warning: no pair: a pair needs two episodes")
+    for args, says in ((["--format", "csv"], "--format"), (["--tools", "both"], "--tools"),
+                       (["--format", "dpo-pairs", "--margin", "-1"], "margin -1.0 < 0")):
+        bad = runner.invoke(app, ["export", run["run_id"], *args, "--out",
+                                  str(tmp_path / "bad"), "--store", sqlite_url])
+        assert bad.exit_code == 2 and _said(bad, says), (args, bad.output)
+    assert not (tmp_path / "bad").exists()
 
 
 def _said(result, message: str) -> bool:
