@@ -1,6 +1,7 @@
 """Ingestion throughput against raw JSON parsing of the same bytes, and peak memory.
 
     python benchmarks/ingest.py [--data ../shared/data] [--repeat 3]
+    python benchmarks/ingest.py --ab OTHER_CHECKOUT [--rounds 8]
 
 Inputs are the real traces of ../shared/data (four tau2 results files and the tau-bench airline
 trajectories): as they are (1x, JSON documents), re-written as JSONL (1x), repeated ten times as
@@ -11,6 +12,12 @@ turns, each timed run right after an untimed one of its own; the parsers parse e
 bytes (each line for JSONL, each file for documents). Peak memory is the max RSS of a fresh
 subprocess that only ingests the input, reported with its growth over the same process right
 before ingesting.
+
+``--ab`` compares this checkout's ingestion with another's (say ``git worktree add ../old
+HEAD~3``) on a shared machine, where wall-clock ratios scatter by tens of percent: fresh
+processes of the two alternate for ``--rounds`` rounds, each timing the CPU time of the best of
+five ingestions of the real documents, of the same records as JSONL, and of the streamed 10x
+array; the minimum and median of the ratios this/other are printed.
 """
 
 from __future__ import annotations
@@ -150,13 +157,64 @@ def table(rows: list[dict[str, object]]) -> str:
     return "\n".join(lines)
 
 
+_AB_PROBE = """
+import json, sys, time
+sys.path.insert(0, {root!r})
+from simforge.trace.ingest import ingest
+from simforge.trace.registry import formats
+formats()
+out = {{}}
+for name, paths in {inputs!r}.items():
+    best = float("inf")
+    for _ in range(5):
+        ingest(paths)
+        start = time.process_time()
+        ingest(paths)
+        best = min(best, time.process_time() - start)
+    out[name] = best
+print(json.dumps(out))
+"""
+
+
+def ab(other: Path, data: Path, rounds: int) -> None:
+    """CPU time of ingestion here against ``other``, alternating fresh processes."""
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp)
+        lines = write_jsonl(base, records(data), 1)
+        big_array = base / "tau_bench_x10.json"
+        big_array.write_bytes(orjson.dumps(orjson.loads((data / TAU_BENCH).read_bytes()) * 10))
+        inputs = {"documents": [str(p) for p in real_files(data)],
+                  "jsonl": [str(p) for p in lines], "streamed": [str(big_array)]}
+        times: dict[str, dict[str, list[float]]] = {"this": {}, "other": {}}
+        for _ in range(rounds):
+            for label, root in (("other", other.resolve()), ("this", ROOT)):
+                code = _AB_PROBE.format(root=str(root), inputs=inputs)
+                out = subprocess.run([sys.executable, "-c", code], check=True,
+                                     capture_output=True, text=True).stdout
+                for name, value in json.loads(out).items():
+                    times[label].setdefault(name, []).append(value)
+    print(f"CPU time, this / {other} (best of 5 ingestions a process, {rounds} rounds)\n")
+    print("| input | this min ms | other min ms | this/other min | this/other median |")
+    print("|---|---|---|---|---|")
+    for name in inputs:
+        this, that = sorted(times["this"][name]), sorted(times["other"][name])
+        median = this[len(this) // 2] / that[len(that) // 2]
+        print(f"| {name} | {1000 * this[0]:.1f} | {1000 * that[0]:.1f} | "
+              f"{this[0] / that[0]:.3f} | {median:.3f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--ab", type=Path, help="another checkout to compare with")
+    parser.add_argument("--rounds", type=int, default=8)
     args = parser.parse_args()
     if not args.data.is_dir():
         sys.exit(f"real traces not found at {args.data} (use --data)")
+    if args.ab is not None:
+        ab(args.ab, args.data, args.rounds)
+        return
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)

@@ -1,6 +1,8 @@
-"""Synthesis at scale: 10,000 synthetic episodes over 300 tools and five entity types.
+"""Synthesis at scale: 10,000 synthetic episodes over 300 tools and five entity types; and,
+with ``--real``, fidelity on the real traces of ``../shared/data`` over five split seeds.
 
     .venv/bin/python benchmarks/synth.py [--episodes 10000] [--tools 300]
+    .venv/bin/python benchmarks/synth.py --real [--seeds 5] [--data ../shared/data]
 
 Episodes are generated in process (reads, field writes, lookups, a calculator, errors on unknown
 ids) over a 10,000-row snapshot written to a temporary folder, then ``synthesize`` runs with a
@@ -126,12 +128,106 @@ def episodes(
     return out
 
 
+REAL = {
+    "retail": (
+        "tau2-bench/results/gpt-4.1_retail_defautl_gpt-4.1_1trials.json",
+        "tau-bench/envs/retail/data",
+    ),
+    "airline": (
+        "tau2-bench/results/gpt-4.1_airline_default_gpt-4.1_1trials.json",
+        "tau-bench/envs/airline/data",
+    ),
+    "telecom": (
+        "tau2-bench/results/gpt-4.1_telecom_default_gpt-4.1_1trials.json",
+        "tau2-bench/domains/telecom",
+    ),
+    "telecom no-user": (
+        "tau2-bench/results/gpt-4.1_telecom_no-user_gpt-4.1_1trials.json",
+        "tau2-bench/domains/telecom",
+    ),
+}
+OLDER = "tau-bench/historical_trajectories/gpt-4o-airline.json"
+
+
+def _cell(bucket: dict[str, Any]) -> str:
+    if not bucket["calls"]:
+        return "-"
+    return f"{bucket['exact']}/{bucket['calls']} = {bucket['exact'] / bucket['calls']:.2f}"
+
+
+def _reward(bucket: dict[str, Any]) -> str:
+    c = bucket["confusion"]
+    rate = f" = {bucket['rate']:.2f}" if bucket["rate"] is not None else ""
+    return (
+        f"{bucket['agree']}/{bucket['episodes']}{rate} "
+        f"({c['hit']}/{c['missed_success']}/{c['false_success']}/{c['correct_fail']}/"
+        f"{c['unscored']})"
+    )
+
+
+def real(shared: Path, seeds: int) -> None:
+    """The FIDELITY.md tables: per domain and split seed, then every episode learned from,
+    then the older tau-bench airline trajectories against a pack of the tau2 ones."""
+    from simforge.synth.fidelity import fidelity, sweep
+
+    print(
+        "| domain | seed | learned / held out | reads | writes | errors | reward "
+        "(hit/missed/false/correct-fail/unscored) | synth s |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as tmp:
+        for domain, (traces, data) in REAL.items():
+            rows = sweep(
+                [shared / traces], Path(tmp) / domain, data=[shared / data], seeds=range(seeds)
+            )
+            for row in rows:
+                print(
+                    f"| {domain} | {row['seed']} | {row['train']} / {row['held_out']} | "
+                    f"{_cell(row['reads'])} | {_cell(row['writes'])} | {_cell(row['errors'])} "
+                    f"| {_reward(row['reward'])} | {row['seconds']} |",
+                    flush=True,
+                )
+        print()
+        print("| domain | all episodes learned: reads | writes | errors | reward | synth s |")
+        print("|---|---|---|---|---|---|")
+        for domain, (traces, data) in REAL.items():
+            out = Path(tmp) / f"{domain}-all"
+            started = time.perf_counter()
+            synthesize([shared / traces], out, data=[shared / data])
+            seconds = round(time.perf_counter() - started, 2)
+            result = fidelity(out, [shared / traces])
+            print(
+                f"| {domain} | {_cell(result['reads'])} | {_cell(result['writes'])} | "
+                f"{_cell(result['errors'])} | {_reward(result['reward'])} | {seconds} |",
+                flush=True,
+            )
+        out = Path(tmp) / "airline-all"
+        for drift in (False, True):
+            result = fidelity(out, [shared / OLDER], drift=drift)
+            print(
+                f"\ntau-bench gpt-4o airline against the tau2 airline pack "
+                f"({'with' if drift else 'without'} schema drift): reads "
+                f"{_cell(result['reads'])}, writes {_cell(result['writes'])}, errors "
+                f"{_cell(result['errors'])}"
+            )
+            if drift:
+                print(f"drift learned: {json.dumps(result.get('drift'))}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--episodes", type=int, default=10_000)
     parser.add_argument("--tools", type=int, default=300)
     parser.add_argument("--rows", type=int, default=2_000)
+    parser.add_argument("--real", action="store_true", help="fidelity on ../shared/data")
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument(
+        "--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data"
+    )
     opts = parser.parse_args()
+    if opts.real:
+        real(opts.data, opts.seeds)
+        return
     console = Console(stderr=True)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

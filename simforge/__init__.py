@@ -11,6 +11,7 @@ change. Start with :func:`make`::
 from __future__ import annotations
 
 from simforge.env import Action, ActionError, SimforgeEnv, make
+from simforge.env.gym_hook import register_when_imported
 from simforge.scenario import Scenario, ScenarioError, ScenarioRegistry, load_pack, load_scenario
 from simforge.scoring import Rubric, Score, Verdict, validator
 from simforge.sim import Budgets, CallRequest, Session
@@ -40,7 +41,9 @@ def _register_with_gymnasium() -> None:
     register_scenarios()
 
 
-_register_with_gymnasium()
+# now if Gymnasium is imported, else when it is (importing it costs more than a tenth of a
+# second that most processes, workers and servers, never need)
+register_when_imported(_register_with_gymnasium)
 
 __all__ = [
     "Action",

@@ -12,6 +12,15 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 MINI_SCENARIO = FIXTURES / "scenarios" / "mini.yaml"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """The suite's derived-data cache (``simforge.cache``) is its own, fresh each session, and
+    not the user's ``~/.cache/simforge``; subprocesses the tests start inherit it."""
+    if "SIMFORGE_CACHE" not in os.environ:
+        import tempfile
+
+        os.environ["SIMFORGE_CACHE"] = tempfile.mkdtemp(prefix="simforge-test-cache-")
+
+
 def shared_data_dir() -> Path:
     """Where the recorded traces of others live (``SIMFORGE_SHARED_DATA`` overrides)."""
     env = os.environ.get("SIMFORGE_SHARED_DATA")

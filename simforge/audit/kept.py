@@ -9,13 +9,13 @@ its ``pack`` pointing at the same pack from the new file's folder; it is written
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from simforge import atomic
 from simforge.audit.runner import AuditReport
 from simforge.config import ConfigError
 from simforge.scenario.plugins import find_pack_dir
@@ -58,12 +58,4 @@ def write_kept_scenarios(
 
 
 def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic.write_text(path, text)

@@ -31,6 +31,8 @@ rather than empty observations.
 
 Every registered scenario is a Gymnasium id after ``import simforge``
 (:func:`register_scenarios`): ``gymnasium.make("acme/refund-damaged-order-v1", split="train")``.
+(``import simforge`` does not import Gymnasium: the ids are registered when Gymnasium is
+imported, before or after simforge; :mod:`simforge.env.gym_hook`.)
 Scenario ids already have Gymnasium's form ``namespace/name-vN``.
 """
 

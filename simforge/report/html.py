@@ -22,6 +22,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
+from simforge import atomic
 from simforge.report import svg
 from simforge.report.metrics import ablations, attribution, by_fault_kind, pass_hat_ks, worst_first
 from simforge.report.terminal import call_text
@@ -217,9 +218,9 @@ def write_html(
     others: list[dict[str, Any]] | None = None,
     **kw: Any,
 ) -> Path:
+    """Write the report to ``path`` atomically: a report cut short never replaces a whole one."""
     out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_html(summary, run, episodes, others, **kw), encoding="utf-8")
+    atomic.write_text(out, render_html(summary, run, episodes, others, **kw))
     return out
 
 
@@ -283,7 +284,7 @@ def render_compare_html(result: dict[str, Any], *, links: dict[str, str] | None 
 
 def write_compare_html(path: str | os.PathLike[str], result: dict[str, Any],
                        links: dict[str, str] | None = None) -> Path:
+    """Write the comparison page to ``path`` atomically."""
     out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_compare_html(result, links=links), encoding="utf-8")
+    atomic.write_text(out, render_compare_html(result, links=links))
     return out

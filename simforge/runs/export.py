@@ -19,6 +19,10 @@ exported together.
   ``--policy replay:FILE`` and re-ingestable).
 
 Invalid episodes (no reward) carry no training signal and are left out unless asked for.
+
+Every output is written under a temporary sibling name and renamed into place when complete
+(``simforge.atomic``): an export killed half way leaves the previous one intact, and no file or
+folder that looks whole.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from typing import Any
 
 import orjson
 
+from simforge.atomic import AtomicFile, replacing
 from simforge.jsonio import dumps
 from simforge.runs.store import RunStore
 from simforge.trace.episode import Episode, Outcome
@@ -119,9 +124,8 @@ def iter_rows(
 
 
 def _jsonl(path: Path, items: Iterator[dict[str, Any]]) -> int:
-    path.parent.mkdir(parents=True, exist_ok=True)
     n = 0
-    with path.open("wb") as f:
+    with AtomicFile(path) as f:
         for item in items:
             f.write(dumps(item, default=str) + b"\n")
             n += 1
@@ -234,5 +238,7 @@ def export_runs(
         }
         for item in _openai_items(rows)
     ]
-    Dataset.from_list(records).save_to_disk(str(path))
+    dataset = Dataset.from_list(records)
+    with replacing(path) as folder:
+        dataset.save_to_disk(str(folder))
     return len(records)

@@ -19,24 +19,31 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simforge.synth import kinds, pack_files, timing
+from simforge.synth import kinds, pack_files, textstate, timing
 from simforge.synth.entities import EntityCatalog, fake_row, from_snapshot, is_key_name, parents
+from simforge.synth.expr import same
 from simforge.synth.inputs import Inputs, NothingToLearn, read_traces, why_nothing
 from simforge.synth.learn import Learner, share_not_found
 from simforge.synth.observe import (
     CallObservation,
     EpisodeState,
     learn_seed_rows,
+    named_like_write,
     profile,
     walk,
 )
+from simforge.synth.preconditions import share_not_found_texts, share_texts
 from simforge.synth.replay import ReplayTable
-from simforge.synth.schemas import infer_schema, json_type
+from simforge.synth.schemas import infer_schema, json_type, open_field_names
 from simforge.synth.seed import seed_kinds, vote_refs
+from simforge.synth.setup import initial_state as setup_initial
+from simforge.synth.setup import learn_setup
 from simforge.synth.snapshot import load_snapshots
-from simforge.synth.tasks import build_task
+from simforge.synth.tasks import build_task, handed_over, stuffing_bounds
+from simforge.synth.textstate import STATE_ENTITY, STATE_ID, STATE_KEY
 from simforge.trace.episode import Episode
 
+Row = dict[str, Any]
 Progress = Callable[[str, int, int], None]
 """``progress(stage, done, total)``."""
 
@@ -70,6 +77,11 @@ class SynthReport:
     """Held-out episodes left out of the eval split (they call tools training never saw)."""
     policy_chars: int = 0
     """Length of the agent policy found in the traces (0: none)."""
+    nongold_tasks: int = 0
+    """Training episodes labelled failed (tasks with nothing to expect, out of training unless
+    kept)."""
+    declared_only: list[str] = field(default_factory=list)
+    """Tools the traces declare that no training call used (in the catalog as declared)."""
 
 
 ENDING_TOOL = re.compile(r"^(transfer|hand_?off|escalate)_to_(a_)?human", re.IGNORECASE)
@@ -161,8 +173,12 @@ def synthesize(
     name: str | None = None,
     episodes: list[Episode] | None = None,
     progress: Progress | None = None,
+    keep_nongold: bool = False,
 ) -> SynthReport:
     """Learn a pack from ``traces`` (or ``episodes``) and ``data``; write it to ``out``.
+
+    Training episodes labelled failed become tasks with nothing to expect; they are written to
+    ``scenario-nongold.yaml``, out of the training split, unless ``keep_nongold``.
 
     Raises :class:`~simforge.synth.inputs.NothingToLearn` (before writing anything) when no
     episode with tool calls is left to learn from, and
@@ -258,34 +274,79 @@ def synthesize(
         descs.append(learner.learn(prof, sink.get(tool, [])))
         tick("learn", n, len(profiles))
     share_not_found(descs)
+    share_not_found_texts(descs)
+    share_texts(descs, _vocabulary(train))
+    text_state = _learn_text_state(train, profiles, descs)
+    if text_state is not None:
+        base[STATE_ENTITY] = {STATE_ID: {STATE_KEY: STATE_ID, **text_state.model.row([])}}
+        pks[STATE_ENTITY] = STATE_KEY
+    # rows every training episode that saw them saw alike, and not as the snapshot has them:
+    # the snapshot is behind production there
+    for entity_name, id, row in _seed_corrections(states, base):
+        base.setdefault(entity_name, {})[id] = row
+    declared = declared_tools(train)
+    # fields the snapshot shows open (more values than an enum holds) are never enums
+    open_fields = open_field_names(
+        row for rows in base.values() for row in rows.values()
+    )
     tool_entries = []
     for (tool, prof), desc in zip(profiles.items(), descs, strict=True):
-        tool_entries.append(_tool_entry(tool, prof, desc))
+        tool_entries.append(_tool_entry(tool, prof, desc, declared.get(tool), open_fields))
         report.handlers[tool] = desc["kind"]
+    # tools the traces declare and no training call used: in the catalog as declared (their
+    # description and parameters), answering that nothing is known of them
+    for tool, definition in declared.items():
+        if tool not in profiles:
+            tool_entries.append(_declared_entry(tool, definition))
+            report.handlers[tool] = "declared"
+            report.declared_only.append(tool)
     report.tools = len(tool_entries)
+
+    setup = learn_setup(states, base, catalog.index())
+    changed_by = textstate.changers(text_state, train) if text_state is not None else {}
+    by_name = {desc["tool"]: desc for desc in descs}
+    setup_rt = Runtime(parent_of, replays)
+
+    def starts(episode: Episode) -> dict[str, dict[str, Row]]:
+        return setup_initial(episode, setup, by_name, base, pks, setup_rt)
 
     tasks = []
     for index, (episode, state) in enumerate(states):
-        tasks.append(build_task(index, episode, state, base, pks, learner.modelled))
+        task = build_task(index, episode, state, base, pks, learner.modelled)
+        task["initial_state"] = _merge(starts(episode), task["initial_state"])
+        tasks.append(_with_text_state(task, episode, text_state, changed_by))
     # Held-out episodes become the eval split: walked over the same seed world, but nothing of
     # them reaches what was learned. One that calls a tool no training episode showed would
     # be unsolvable in this pack, which says nothing of the agent: it is counted, not kept.
-    known = {entry["spec"]["name"] for entry in tool_entries}
+    known = {e["spec"]["name"] for e in tool_entries if e["handler"]["kind"] != "declared"}
     held = [e for e in usable if in_holdout(e.id, holdout, seed)]
+    held_kept: list[Episode] = []
     for episode in held:
         unseen = sorted({_safe_name(c.tool) for c in episode.tool_calls} - known)
         if unseen:
             report.eval_skipped.append(f"{episode.id}: calls {', '.join(unseen)}")
             continue
+        held_kept.append(episode)
         state = walk(episode, catalog, profiles, base, pks, parent_of, {}, primary)
         task = build_task(len(tasks), episode, state, base, pks, learner.modelled)
+        # where it starts is what its setup declared, never what its own reads showed
+        task["initial_state"] = starts(episode)
         task["split"] = "eval"
-        tasks.append(task)
+        tasks.append(_with_text_state(task, episode, text_state, changed_by))
     if report.eval_skipped:
         warn(
             f"{len(report.eval_skipped)} held-out episode(s) call tools that no training episode "
             f"shows and are not eval tasks, first: {report.eval_skipped[0]}"
         )
+    for task, episode in zip(tasks, [e for e, _ in states] + held_kept, strict=True):
+        expected = task["expected"]
+        graded = expected.get("state") or expected.get("created") or expected.get("outputs")
+        if task["metadata"]["gold"] and not graded:
+            task["validators"] = handed_over(episode, ENDING_TOOL)
+    failed = [t for t in tasks if not t["metadata"]["gold"] and t.get("split") != "eval"]
+    if not keep_nongold:
+        tasks = [t for t in tasks if t["metadata"]["gold"] or t.get("split") == "eval"]
+    report.nongold_tasks = len(failed)
     report.tasks = len(tasks)
     report.eval_tasks = sum(1 for t in tasks if t.get("split") == "eval")
     report.gold_tasks = sum(1 for t in tasks if t["metadata"]["gold"])
@@ -298,10 +359,14 @@ def synthesize(
         "think_time": timing.to_json(timing.think_time(train)),
         "call_timeout": 60.0,
         "budgets": {
-            "max_steps": max([len(t["oracle"]) + 10 for t in tasks] or [30]),
+            # room for a production episode's calls made one at a time (every call of the
+            # longest episode, the user's too), not only for its grouped reference steps
+            "max_steps": max([len(e.tool_calls) + 10 for e in usable] or [30]),
             "max_sim_seconds": 86400.0,
         },
         "seeds": [0],
+        # production's successful answers are not stuffing: the bounds they reached
+        "validators": [{"name": "answer_stuffing", "params": stuffing_bounds(train)}],
         "tasks": tasks,
     }
     entities_manifest = {
@@ -317,6 +382,18 @@ def synthesize(
         }
         for name_, entity in catalog.entities.items()
     }
+    if text_state is not None:
+        entities_manifest[STATE_ENTITY] = {
+            "pk": STATE_KEY,
+            "fields": {
+                STATE_KEY: "string",
+                "ops": "array",
+                **dict.fromkeys(text_state.model.columns.values(), "null"),
+            },
+            "subs": {},
+            "source": "textstate",
+            "rows": 1,
+        }
     report.entities = {k: len(entity.rows) for k, entity in catalog.entities.items()}
     pack_files.write_pack(
         out,
@@ -325,6 +402,7 @@ def synthesize(
             "description": f"Synthesized by simforge from {report.train} episodes.",
             "entities": entities_manifest,
             "split": {"holdout_fraction": holdout, "seed": seed, "holdout": report.holdout},
+            "setup": setup,
             "stats": {
                 "episodes": report.episodes,
                 "empty_episodes": report.empty_episodes,
@@ -337,9 +415,144 @@ def synthesize(
         replay={tool: table.entries for tool, table in replays.items()},
         scenario=scenario,
         policy=policy,
+        state=text_state.model.to_json() if text_state is not None else None,
+        nongold=(
+            {
+                **scenario,
+                "id": f"synth/{pack_name}-nongold-v1",
+                "description": "Training episodes labelled failed: nothing to expect.",
+                "tasks": failed,
+            }
+            if failed and not keep_nongold
+            else None
+        ),
     )
     report.policy_chars = len(policy or "")
     return report
+
+
+def _learn_text_state(
+    train: list[Episode], profiles: dict[str, Any], descs: list[dict[str, Any]]
+) -> textstate.TextState | None:
+    """State shown only in text (:mod:`.textstate`): tools whose text answers replay could only
+    keep one of per argument tuple get a ``state`` handler when it reproduces at least as many
+    training calls, and every state-changing tool records its calls in the history."""
+    by_tool = {desc["tool"]: desc for desc in descs}
+    candidates = {
+        tool
+        for tool, prof in profiles.items()
+        if by_tool[tool]["kind"] == "replay"
+        and prof.results
+        and all(isinstance(r, str) for r in prof.results)
+    }
+    learned = textstate.learn(train, candidates, named_like_write)
+    if learned is None:
+        return None
+    for tool, handler in learned.handlers.items():
+        old = by_tool[tool]
+        if textstate.accuracy(learned, train, tool) >= float(old.get("train_accuracy", 0.0)):
+            for key in [k for k in old if k not in ("tool", "errors")]:
+                del old[key]
+            old.update(handler)
+            old["train_accuracy"] = round(textstate.accuracy(learned, train, tool), 4)
+    for tool in learned.changes & set(by_tool):
+        by_tool[tool]["records"] = True
+    return learned
+
+
+def _with_text_state(
+    task: dict[str, Any],
+    episode: Episode,
+    learned: textstate.TextState | None,
+    changed_by: dict[str, set[str]],
+) -> dict[str, Any]:
+    """The task's ``SessionState``: its history starts with the setup its episode declared,
+    and a gold task expects the state its episode last showed (any change of it allowed)."""
+    if learned is None:
+        return task
+    model = learned.model
+    initial = model.row(textstate.setup_ops(episode))
+    task["initial_state"] = {**task["initial_state"], STATE_ENTITY: {STATE_ID: initial}}
+    expected = dict(task["expected"])
+    if task["metadata"]["gold"]:
+        final = textstate.final_values(learned, episode, changed_by)
+        if final:
+            state = dict(expected.get("state") or {})
+            state[STATE_ENTITY] = {STATE_ID: final}
+            expected["state"] = state
+    allow = dict(expected.get("allow_changes") or {})
+    allow[STATE_ENTITY] = ["ops", *sorted(model.columns.values())]
+    expected["allow_changes"] = allow
+    task["expected"] = expected
+    return task
+
+
+def _merge(
+    predicted: dict[str, dict[str, Row]], observed: dict[str, dict[str, Row]]
+) -> dict[str, dict[str, Row]]:
+    """Initial rows: the setup's, with the episode's own observations over them."""
+    out = {entity: dict(rows) for entity, rows in predicted.items()}
+    for entity, rows in observed.items():
+        out.setdefault(entity, {}).update(rows)
+    return out
+
+
+def _seed_corrections(
+    states: list[tuple[Episode, EpisodeState]], base: dict[str, dict[str, Row]]
+) -> list[tuple[str, str, Row]]:
+    """Rows whose fields training episodes saw differing from the snapshot before writing
+    them, every episode that saw the row seeing the field alike (a field each episode's setup
+    sets its own way is left alone)."""
+    seen: dict[tuple[str, str], list[Row]] = {}
+    for _, state in states:
+        # every episode that saw the row, the ones that saw it as the snapshot has it too
+        for key, row in state.first_seen.items():
+            seen.setdefault(key, []).append(row)
+    out = []
+    for (entity, id), found in seen.items():
+        snapshot = base.get(entity, {}).get(id)
+        if snapshot is None:
+            continue
+        first = found[0]
+        fields = {
+            k: first.get(k)
+            for k in first
+            if k in snapshot
+            and not same(first.get(k), snapshot.get(k))
+            and all(k in r and same(r.get(k), first.get(k)) for r in found[1:])
+        }
+        if fields:
+            out.append((entity, id, {**snapshot, **fields}))
+    return out
+
+
+def _vocabulary(episodes: list[Episode]) -> set[str]:
+    """The words the traces use (messages, tool results, errors): how the system inflects its
+    verbs, for texts shared between tools."""
+    words: set[str] = set()
+    pattern = re.compile(r"[A-Za-z][a-z]{2,}")
+    for episode in episodes:
+        for message in episode.messages:
+            if message.content:
+                words.update(w.lower() for w in pattern.findall(message.content[:4000]))
+        for call in episode.tool_calls:
+            if call.error:
+                words.update(w.lower() for w in pattern.findall(call.error))
+            elif call.result is not None:
+                for leaf in _strings(call.result):
+                    words.update(w.lower() for w in pattern.findall(leaf[:200]))
+    return words
+
+
+def _strings(value: Any, depth: int = 5) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict) and depth:
+        for item in value.values():
+            yield from _strings(item, depth - 1)
+    elif isinstance(value, list) and depth:
+        for item in value[:50]:
+            yield from _strings(item, depth - 1)
 
 
 def _policy_of(episodes: list[Episode]) -> str | None:
@@ -383,18 +596,69 @@ def _fill_gaps(catalog: EntityCatalog) -> None:
     catalog.invalidate()
 
 
-def _tool_entry(tool: str, prof: Any, desc: dict[str, Any]) -> dict[str, Any]:
+def declared_tools(episodes: Iterable[Episode]) -> dict[str, dict[str, Any]]:
+    """The tools the traces declare (``metadata["tool_definitions"]``, see the format
+    adapters), by name, first declaration first."""
+    out: dict[str, dict[str, Any]] = {}
+    for episode in episodes:
+        for definition in episode.metadata.get("tool_definitions") or ():
+            if isinstance(definition, dict) and isinstance(definition.get("name"), str):
+                out.setdefault(definition["name"], definition)
+    return out
+
+
+def _arguments_schema(
+    prof: Any, definition: dict[str, Any] | None, open_fields: frozenset[str] = frozenset()
+) -> dict[str, Any]:
+    """The declared parameter schema, with any argument the calls used that it lacks; the
+    schema inferred from the calls when nothing is declared."""
+    inferred = (
+        infer_schema(prof.args, object_root=True, open_fields=open_fields)
+        if prof is not None else {}
+    )
+    if json_type(inferred) != "object":
+        inferred = {"type": "object", "properties": {}}
+    declared = (definition or {}).get("parameters")
+    if not isinstance(declared, dict) or declared.get("type", "object") != "object":
+        return inferred
+    properties = dict(declared.get("properties") or {})
+    for name, schema in (inferred.get("properties") or {}).items():
+        properties.setdefault(name, schema)
+    return {**declared, "type": "object", "properties": properties}
+
+
+def _declared_entry(tool: str, definition: dict[str, Any]) -> dict[str, Any]:
+    kind = "write" if named_like_write(tool) else "read"
+    spec: dict[str, Any] = {
+        "name": _safe_name(tool),
+        "description": definition.get("description") or _describe(tool, {"kind": ""}, kind),
+        "input_schema": _arguments_schema(None, definition),
+        "output_schema": {},
+        "kind": kind,
+        "entities": [],
+        "latency": timing.to_json(timing.latency_model([], kind)),
+        "errors": timing.to_json(timing.error_model({}, 0)),
+    }
+    if ENDING_TOOL.match(tool):
+        spec["ends_conversation"] = True
+    return {"spec": spec, "handler": {"tool": _safe_name(tool), "kind": "declared"}}
+
+
+def _tool_entry(
+    tool: str, prof: Any, desc: dict[str, Any], definition: dict[str, Any] | None = None,
+    open_fields: frozenset[str] = frozenset(),
+) -> dict[str, Any]:
     kind = "write" if desc["kind"] in ("update", "create") or prof.write_by_name else "read"
     entities = (desc["entity"],) if desc.get("entity") else ()
-    args_schema = infer_schema(prof.args, object_root=True)
-    if json_type(args_schema) != "object":
-        args_schema = {"type": "object", "properties": {}}
-    description = prof.description or _describe(tool, desc, kind)
+    args_schema = _arguments_schema(prof, definition, open_fields)
+    description = (
+        (definition or {}).get("description") or prof.description or _describe(tool, desc, kind)
+    )
     spec = {
         "name": _safe_name(tool),
         "description": description,
         "input_schema": args_schema,
-        "output_schema": infer_schema(prof.results),
+        "output_schema": infer_schema(prof.results, open_fields=open_fields),
         "kind": kind,
         "entities": list(entities),
         "latency": timing.to_json(timing.latency_model(prof.durations, kind)),

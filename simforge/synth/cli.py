@@ -56,6 +56,12 @@ def register(app: typer.Typer) -> None:
             0.0, "--holdout", min=0.0, max=1.0, help="Fraction of episodes kept out of learning."
         ),
         seed: int = typer.Option(0, "--seed", help="Seed of the train/holdout split."),
+        keep_nongold: bool = typer.Option(
+            False,
+            "--keep-nongold",
+            help="Keep the training episodes labelled failed among the scenario's training "
+            "tasks (by default they go to scenario-nongold.yaml).",
+        ),
         as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
     ) -> None:
         """Synthesize an environment pack (tools, world, tasks, scenario) from traces."""
@@ -84,7 +90,13 @@ def register(app: typer.Typer) -> None:
                 warnings.simplefilter("always", SynthWarning)
                 try:
                     report = synthesize(
-                        traces, out, data=data, holdout=holdout, seed=seed, progress=tick
+                        traces,
+                        out,
+                        data=data,
+                        holdout=holdout,
+                        seed=seed,
+                        progress=tick,
+                        keep_nongold=keep_nongold,
                     )
                 except SnapshotError as exc:
                     raise _fail(str(exc), 2) from None
@@ -106,8 +118,10 @@ def register(app: typer.Typer) -> None:
             "tasks": report.tasks,
             "gold_tasks": report.gold_tasks,
             "eval_tasks": report.eval_tasks,
+            "nongold_tasks": report.nongold_tasks,
             "eval_skipped": report.eval_skipped,
             "policy_chars": report.policy_chars,
+            "declared_only": report.declared_only,
             "warnings": report.warnings,
             "rejected": report.rejected,
             "rejections": report.rejections,
@@ -129,7 +143,7 @@ def register(app: typer.Typer) -> None:
             f"{report.episodes} episodes ({report.empty_episodes} without tool calls skipped), "
             f"{report.train} learned from, {len(report.holdout)} held out; "
             f"{report.tasks} tasks ({report.gold_tasks} gold, {report.eval_tasks} in the eval "
-            f"split); {policy}"
+            f"split; {report.nongold_tasks} failed episodes kept out of training); {policy}"
             f"{summary['seconds']} s, peak memory {summary['peak_rss_mib']} MiB",
             highlight=False,
         )
@@ -150,6 +164,12 @@ def register(app: typer.Typer) -> None:
             False, "--holdout-only", help="Only the episodes the pack held out."
         ),
         as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
+        no_drift: bool = typer.Option(
+            False,
+            "--no-drift",
+            help="Compare answers in the pack's own schema, without learning renamed or "
+            "omitted fields of the traces' generation.",
+        ),
     ) -> None:
         """Replay every recorded call against the pack and count exact answers."""
         from simforge.synth.fidelity import fidelity, holdout_ids
@@ -157,7 +177,7 @@ def register(app: typer.Typer) -> None:
 
         try:
             only = holdout_ids(pack) if holdout_only else None
-            result = fidelity(pack, traces, only=only)
+            result = fidelity(pack, traces, only=only, drift=not no_drift)
         except PackFormatError as exc:
             raise _fail(str(exc), 2) from None
         if as_json:
@@ -187,3 +207,13 @@ def register(app: typer.Typer) -> None:
             ),
         )
         _out.print(table)
+        reward = result["reward"]
+        confusion = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in reward["confusion"].items())
+        _out.print(
+            f"reward agreement: {reward['agree']}/{reward['episodes']} scored episodes "
+            f"({reward['rate']}); {confusion}",
+            highlight=False,
+        )
+        for tool, paths in (result.get("drift") or {}).items():
+            for path, rule in paths.items():
+                _out.print(f"schema drift {tool} {path or '.'}: {rule}", highlight=False)

@@ -131,10 +131,42 @@ def learn_value(
                 for a, b in (distinct, distinct[::-1]):
                     options.append(_best([{"if_pos": [hint, {"c": a}, {"c": b}]}], samples))
     options.append(_best([e for e in direct if "c" in e], samples))
+    if max(o.score for o in options) < len(samples):
+        options.extend(_by_flag(samples, cache, base))
     if all(isinstance(v, dict | list) for v in values):
         # a structure nothing explains, the same in every call, is a constant
         options.append(_best([{"c": values[0]}], samples))
     return max(options, key=lambda learned: learned.score)
+
+
+def _by_flag(samples: Sequence[Sample], cache: _Cache, base: Expr | None) -> list[Learned]:
+    """A value chosen by a boolean argument (``contract_ended``: the contract's end date set
+    to a date when true, the old one kept when false): each side learned from the calls that
+    took it, from paths and constants."""
+    out: list[Learned] = []
+    flags = [
+        name
+        for name, value in (samples[0][1].get("args") or {}).items()
+        if isinstance(value, bool)
+        and all(isinstance((env.get("args") or {}).get(name), bool) for _, env in samples)
+    ]
+    for name in flags[:4]:
+        sides: list[Expr] = []
+        for want in (True, False):
+            side = [(v, env) for v, env in samples if env["args"][name] is want]
+            if not side:
+                break
+            found: list[Expr] = [] if base is None else [base]
+            for value_env in side[:3]:
+                found.extend(_direct(value_env, cache))
+            best = _best([e for e in found if "c" not in e] + [e for e in found if "c" in e], side)
+            if best.expr is None or best.score < len(side):
+                break
+            sides.append(best.expr)
+        if len(sides) == 2 and sides[0] != sides[1]:
+            expr: Expr = {"if_true": [{"p": ["args", name]}, sides[0], sides[1]]}
+            out.append(Learned(expr, _score(expr, samples), len(samples)))
+    return out
 
 
 def _learn_literal(samples: Sequence[Sample], cache: _Cache) -> Learned:
@@ -385,10 +417,17 @@ def learn_fields(
             changes[name] = learned.expr
         else:
             partial[name] = learned
-    solved = dict(changes) if scope else {}
-    for name, first in partial.items():
-        learned = _learn_field(observations, name, base, cache, solved) if solved else first
-        changes[name] = (learned if learned.score > first.score else first).expr  # type: ignore[assignment]
+    # Fields explained on most calls are visible to the later ones, not only those explained on
+    # every call: one call that breaks the fares (a flight kept at its old price) must not hide
+    # them from the charge computed from them. Partial fields go best first, each seeing what
+    # precedes it in the effect order (the order they are evaluated in).
+    visible = dict(changes) if scope else {}
+    for name, first in sorted(partial.items(), key=lambda kv: -kv[1].score):
+        learned = _learn_field(observations, name, base, cache, visible) if visible else first
+        best = learned if learned.score > first.score else first
+        changes[name] = best.expr  # type: ignore[assignment]
+        if scope and 2 * best.score > best.total:
+            visible[name] = best.expr  # type: ignore[assignment]
     return changes
 
 

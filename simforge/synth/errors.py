@@ -12,6 +12,9 @@ the call that holds for every call that got that error and for no call that succ
 - ``{"len_ne": [a, b]}``, ``{"pair_eq": [a, b]}``: list arguments of different lengths, or a
   pair that is equal (``Error: The new item id should be different from the old item id``);
 - ``{"not_subset": [arg, list, key]}``: ids in an argument that the entity's list lacks;
+- ``{"any_not_in": [path, key, allowed]}``: a record of a list (the variants an argument names)
+  whose field holds a value outside ``allowed`` (see :mod:`.preconditions`, which also learns
+  ``not_in`` and ``ne`` conditions from what every success shares);
 - ``{"ne"|"lt"|"gt": [a, b]}``: two expressions compare so, where the recorded text carries
   numbers that the expressions compute (``Error: Payment amount does not add up, total price is
   375, but paid 299``: ``total`` is the sum of the fares the call would store times the
@@ -51,7 +54,7 @@ def status_for(message: str, condition: dict[str, Any]) -> int:
     lowered = message.lower()
     if "missing" in condition or "no_match" in condition or "not found" in lowered:
         return 404
-    if "not_in" in condition:
+    if "not_in" in condition or "any_not_in" in condition:
         return 409
     return 422
 
@@ -70,6 +73,11 @@ def holds(condition: dict[str, Any], obs: ErrorObservation) -> bool:
             return arg in obs.missing_refs
         if op == "not_in":
             return get_path(env, arg[0]) not in arg[1]
+        if op == "any_not_in":
+            records = get_path(env, arg[0])
+            return isinstance(records, list) and any(
+                isinstance(r, dict) and r.get(arg[1]) not in arg[2] for r in records
+            )
         if op == "len_ne":
             a, b = args.get(arg[0]), args.get(arg[1])
             return isinstance(a, list) and isinstance(b, list) and len(a) != len(b)

@@ -13,7 +13,8 @@ Forms: ``{"c": value}`` (constant), ``{"p": [path]}`` (a value in the environmen
 ``{"neg"|"abs"|"sorted"|"len": e}``, ``{"round": [e, digits]}``, ``{"add"|"sub"|"mul": [a, b]}``,
 ``{"sum": [list, key]}``, ``{"pairdiff": [list_a, list_b, key]}`` (the sum of
 ``a[i][key] - b[i][key]``, accumulated in order as a loop would), ``{"obj": {key: e}}``,
-``{"if_pos": [e, then, else]}``, the list forms ``append``, ``appendmap``, ``map`` and
+``{"if_pos": [e, then, else]}``, ``{"if_true": [flag, then, else]}`` (a boolean argument), the
+list forms ``append``, ``appendmap``, ``map`` and
 ``replace`` (see :func:`evaluate`), and the joins ``{"row": [entity, key]}`` (the row of another
 entity table that a value names, read through the store) and ``{"at": [e, seg, ...]}`` (a path
 into a value whose segments are themselves expressions: ``flights[elem.flight_number]
@@ -123,6 +124,11 @@ def evaluate(expr: Expr, env: dict[str, Any]) -> Any:
         return {k: evaluate(v, env) for k, v in arg.items()}
     if op == "if_pos":
         return evaluate(arg[1] if _num(evaluate(arg[0], env)) > 0 else arg[2], env)
+    if op == "if_true":
+        flag = evaluate(arg[0], env)
+        if not isinstance(flag, bool):
+            raise Unresolved(op)
+        return evaluate(arg[1] if flag else arg[2], env)
     if op == "append":
         base = evaluate(arg[0], env)
         if not isinstance(base, list):

@@ -1,12 +1,23 @@
 """Fidelity: replay every recorded call of some episodes against a pack and count how many
 answers simforge reproduces.
 
-Each episode runs in a fresh world from its initial state (its task's, when the pack was learned
-from it; the pack's seed otherwise, as for held-out episodes), calls in recorded order, each
+Each episode runs in a fresh world from its initial state (its task's; for an episode the pack
+has no task of, the seed with the setup its trace declares), calls in recorded order, each
 straight through the tool (no latency, no faults: fidelity is about the answers). A recorded
 error counts under ``errors`` and matches when simforge refuses with the same text; other calls
 count under the tool's kind and match when the result is JSON-equal after parsing (numbers equal
 within 1e-9 relative) or, for strings, exactly equal.
+
+``reward_agreement`` asks whether the pack predicts outcomes: each episode's recorded actions
+(every call, the user's too, one at a time in recorded order, then its last answer) are replayed
+in its task and the simulated reward is compared with the recorded one. An episode's task is its
+own when it is gold, else a gold task of the same source task in traces of the same format
+(another agent's success defines what success is); an episode with no such task, or whose
+replay is invalid (reward ``None``), is ``unscored``. The replay succeeds when every correctness
+check and gate passes (shapers do not decide success).
+
+Traces of another generation of the same systems are compared through the schema drift learned
+from their shapes (:mod:`.drift`: renamed fields, null versus absent), reported as ``drift``.
 
 ``replay_gold`` is the other check: each gold task's own actions, run through a full session,
 reach its expected state (``state_matches`` passes).
@@ -19,6 +30,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from simforge.synth.drift import Drift, learn_drift
 from simforge.synth.expr import same
 from simforge.synth.loader import load_synth_pack
 from simforge.synth.pack_files import SCENARIO
@@ -39,13 +51,16 @@ def _close(bucket: dict[str, Any]) -> None:
 
 
 def _tasks(folder: Path) -> dict[str, Any]:
+    """Every task by its episode id: the scenario's, and the failed episodes' kept apart."""
     from simforge.scenario.loader import load_scenario
+    from simforge.synth.pack_files import NONGOLD
 
-    path = folder / SCENARIO
-    if not path.is_file():
-        return {}
-    scenario = load_scenario(path)
-    return {str(t.metadata.get("episode_id")): t for t in scenario.tasks}
+    out: dict[str, Any] = {}
+    for name in (NONGOLD, SCENARIO):
+        path = folder / name
+        if path.is_file():
+            out.update({str(t.metadata.get("episode_id")): t for t in load_scenario(path).tasks})
+    return out
 
 
 def _initial(pack: Pack, overrides: dict[str, dict[str, Any]] | None) -> dict[str, dict[str, Row]]:
@@ -73,14 +88,20 @@ def fidelity(
     *,
     episodes: list[Episode] | None = None,
     only: set[str] | None = None,
+    drift: bool = True,
 ) -> dict[str, Any]:
-    """``{"reads", "writes", "errors": {"calls", "exact", "rate"}, "by_tool", "episodes"}``;
-    ``only``: episode ids to measure (the pack's holdout, say)."""
+    """``{"reads", "writes", "errors": {"calls", "exact", "rate"}, "by_tool", "episodes",
+    "reward"}`` (and ``"drift"`` when the traces' generation names or omits fields otherwise
+    than the pack's, see :mod:`.drift`); ``only``: episode ids to measure (the pack's holdout,
+    say); ``drift=False`` compares answers as the pack gives them."""
     folder = Path(folder)
     pack = load_synth_pack(folder)
     tasks = _tasks(folder)
     if episodes is None:
         episodes = list(iter_episodes([Path(p) for p in traces]))
+    chosen = [e for e in episodes if e.tool_calls and (only is None or e.id in only)]
+    shapes = _drift(folder, chosen) if drift else Drift()
+    declared = _declared_start(folder, pack)
     totals = {"reads": _bucket(), "writes": _bucket(), "errors": _bucket()}
     by_tool: dict[str, dict[str, Any]] = {}
     measured = 0
@@ -89,7 +110,8 @@ def fidelity(
             continue
         measured += 1
         task = tasks.get(episode.id)
-        world = World(pack.schemas, _initial(pack, task.initial_state if task else None))
+        start = task.initial_state if task else declared(episode)
+        world = World(pack.schemas, _initial(pack, start))
         rng = random.Random(0)
         for n, call in enumerate(episode.tool_calls):
             tool = pack.catalog.get(call.tool)
@@ -106,7 +128,7 @@ def fidelity(
             if call.error is not None:
                 exact = not ok and value == call.error
             else:
-                exact = ok and same(value, call.result)
+                exact = ok and same(shapes.adapt(call.tool, value), call.result)
             for bucket in (totals[category], entry[category]):
                 bucket["calls"] += 1
                 bucket["exact"] += int(exact)
@@ -115,7 +137,72 @@ def fidelity(
     for entry in by_tool.values():
         for key in totals:
             _close(entry[key])
-    return {**totals, "by_tool": dict(sorted(by_tool.items())), "episodes": measured}
+    out = {
+        **totals,
+        "by_tool": dict(sorted(by_tool.items())),
+        "episodes": measured,
+        "reward": reward_agreement(folder, chosen),
+    }
+    if shapes:
+        out["drift"] = shapes.to_json()
+    return out
+
+
+def _declared_start(folder: Path, pack: Pack) -> Any:
+    """For an episode the pack has no task of (another agent's, another file's): where it
+    starts is the seed with the setup its trace declares, as for a held-out task."""
+    from simforge.synth.entities import parents_from_rows
+    from simforge.synth.handlers import Runtime
+    from simforge.synth.pack_files import STATE, TOOLS, read_json, read_manifest
+    from simforge.synth.replay import ReplayTable
+    from simforge.synth.setup import initial_state
+    from simforge.synth.textstate import STATE_ENTITY, STATE_ID, Model, setup_ops
+
+    manifest = read_manifest(folder)
+    entities = manifest.get("entities") or {}
+    pks = {name: info["pk"] for name, info in entities.items()}
+    base = {entity: dict(rows) for entity, rows in pack.base().items()}
+    handlers = {e["spec"]["name"]: e["handler"] for e in read_json(folder / TOOLS)}
+    replays = {
+        t: ReplayTable(v) for t, v in read_json(folder / manifest["files"]["replay"]).items()
+    }
+    subs = {name: info.get("subs") or {} for name, info in entities.items()}
+    rt = Runtime(parents_from_rows({k: v.values() for k, v in base.items()}, subs, pks), replays)
+    model = Model.from_json(read_json(folder / STATE)) if manifest["files"].get("state") else None
+    setup = manifest.get("setup") or {}
+
+    def start(episode: Episode) -> dict[str, dict[str, Row]]:
+        rows = initial_state(episode, setup, handlers, base, pks, rt)
+        if model is not None:
+            rows[STATE_ENTITY] = {STATE_ID: model.row(setup_ops(episode))}
+        return rows
+
+    return start
+
+
+def _drift(folder: Path, episodes: list[Episode]) -> Drift:
+    """The shape drift from the pack's generation (its recorded responses) to the traces'."""
+    from simforge.synth.pack_files import read_json, read_manifest
+
+    files = read_manifest(folder)["files"]
+    recorded = read_json(folder / files["replay"])
+    ours = {
+        tool: [e["response"]["result"] for e in entries if "result" in e["response"]]
+        for tool, entries in recorded.items()
+    }
+    theirs: dict[str, list[Any]] = {}
+    for episode in episodes:
+        for call in episode.tool_calls:
+            if call.error is None and call.result is not None:
+                theirs.setdefault(call.tool, []).append(call.result)
+    from simforge.synth.pack_files import TOOLS
+
+    entities = {
+        entry["spec"]["name"]: entry["handler"].get("entity")
+        for entry in read_json(folder / TOOLS)
+        if entry["handler"].get("entity") and entry["handler"].get("returns", "row") == "row"
+    }
+    return learn_drift(ours, theirs, entities)
 
 
 def holdout_ids(folder: Path | str) -> set[str]:
@@ -162,3 +249,150 @@ def replay_gold(folder: Path | str, split: str | None = "train") -> dict[str, An
         "rate": round(passed / total, 4) if total else None,
         "failed": failures,
     }
+
+
+CONFUSION = ("hit", "missed_success", "false_success", "correct_fail", "unscored")
+
+
+def reward_agreement(
+    folder: Path | str, episodes: Iterable[Episode], *, details: bool = False
+) -> dict[str, Any]:
+    """``{"episodes", "agree", "rate", "confusion": {hit, missed_success, false_success,
+    correct_fail, unscored}}``: ``episodes`` counts the scored ones, ``rate`` is ``agree /
+    episodes``. With ``details``, ``"per_episode"`` lists each one's task, both rewards and the
+    validators that failed."""
+    from simforge.env.core import SimforgeEnv
+    from simforge.scenario.registry import ScenarioRegistry
+    from simforge.synth.tasks import is_gold
+
+    path = Path(folder) / SCENARIO
+    confusion = dict.fromkeys(CONFUSION, 0)
+    rows: list[dict[str, Any]] = []
+    episodes = list(episodes)
+    if not path.is_file() or not episodes:
+        return _agreement(confusion, rows, details)
+    loaded = ScenarioRegistry.load_path(path)
+    tasks = loaded.scenario.tasks
+    own = {str(t.metadata.get("episode_id")): t for t in tasks}
+    gold_of: dict[tuple[str, str], Any] = {}
+    for t in tasks:
+        source = t.metadata.get("source_task")
+        if t.metadata.get("gold") and source is not None:
+            # task ids are a benchmark's own: the same id in traces of another format is
+            # another task
+            gold_of.setdefault((str(t.metadata.get("source")), str(source)), t)
+    env = SimforgeEnv(loaded)
+    for episode in episodes:
+        recorded = is_gold(episode)
+        task = own.get(episode.id)
+        if task is None or not task.metadata.get("gold"):
+            key = (episode.source.format, str(episode.task.id))
+            task = gold_of.get(key) if episode.task.id is not None else None
+        row: dict[str, Any] = {"episode": episode.id, "recorded": recorded}
+        if task is None:
+            confusion["unscored"] += 1
+            rows.append({**row, "outcome": "unscored", "why": "no gold task"})
+            continue
+        score = _replay_episode(env, task.id, episode)
+        row.update(task=task.id, reward=score.reward, failed=score.failed)
+        if score.reward is None:
+            confusion["unscored"] += 1
+            rows.append({**row, "outcome": "unscored", "why": score.invalid_reason})
+            continue
+        simulated = _succeeded(score)
+        outcome = (
+            ("hit" if simulated else "missed_success")
+            if recorded
+            else ("false_success" if simulated else "correct_fail")
+        )
+        confusion[outcome] += 1
+        rows.append({**row, "outcome": outcome})
+    return _agreement(confusion, rows, details)
+
+
+def _succeeded(score: Any) -> bool:
+    """Whether the replay did the task: every correctness check and every gate (safety,
+    integrity) passed. Robustness and efficiency shape the reward by at most the rubric's
+    ``shaping``, but a production label says whether the task was done, not how gracefully
+    (a failed write the user then gave up on is no failure of the task)."""
+    outcome = ("correctness", "safety", "integrity")
+    return all(v.passed for v in score.verdicts if v.category in outcome)
+
+
+def _agreement(
+    confusion: dict[str, int], rows: list[dict[str, Any]], details: bool
+) -> dict[str, Any]:
+    scored = sum(v for k, v in confusion.items() if k != "unscored")
+    agree = confusion["hit"] + confusion["correct_fail"]
+    out: dict[str, Any] = {
+        "episodes": scored,
+        "agree": agree,
+        "rate": round(agree / scored, 4) if scored else None,
+        "confusion": confusion,
+    }
+    if details:
+        out["per_episode"] = rows
+    return out
+
+
+def _replay_episode(env: Any, task_id: str, episode: Episode) -> Any:
+    """The episode's calls, one step each in recorded order (production ran a message's
+    parallel calls one after another, and a write's result is what the next call saw), then
+    its last answer, in the task."""
+    from simforge.synth.timing import is_infrastructure
+
+    env.reset(seed=0, options={"task": task_id})
+    answers = [m.content for m in episode.messages if m.role == "assistant" and m.content]
+    for call in episode.tool_calls:
+        if call.error and is_infrastructure(call.error):
+            continue
+        if env.session is None or env.session.done:
+            break
+        args = call.args if isinstance(call.args, dict) else {}
+        env.step({"tool_calls": [{"name": call.tool, "arguments": args}]})
+    if env.session is not None and not env.session.done:
+        env.step({"final_answer": answers[-1] if answers else "done"})
+    return env.score()
+
+
+def sweep(
+    traces: Iterable[Path | str],
+    out: Path | str,
+    *,
+    data: Iterable[Path | str] = (),
+    seeds: Iterable[int] = range(5),
+    holdout: float = 0.25,
+) -> list[dict[str, Any]]:
+    """Synthesis over several train/holdout splits, each measured on its held-out episodes
+    (a pack per seed under ``out``): ``[{"seed", "train", "held_out", "reads", "writes",
+    "errors", "reward", "seconds"}]``. The spread across seeds is what one split hides."""
+    import time
+
+    from simforge.synth.build import synthesize
+
+    traces, data = [Path(p) for p in traces], [Path(p) for p in data]
+    episodes = list(iter_episodes(traces))
+    rows = []
+    for seed in seeds:
+        folder = Path(out) / f"seed-{seed}"
+        started = time.perf_counter()
+        report = synthesize(
+            [],
+            folder,
+            data=data,
+            holdout=holdout,
+            seed=seed,
+            episodes=[e.model_copy(deep=True) for e in episodes],
+        )
+        seconds = time.perf_counter() - started
+        result = fidelity(folder, episodes=episodes, only=set(report.holdout))
+        rows.append(
+            {
+                "seed": seed,
+                "train": report.train,
+                "held_out": len(report.holdout),
+                **{k: result[k] for k in ("reads", "writes", "errors", "reward")},
+                "seconds": round(seconds, 2),
+            }
+        )
+    return rows

@@ -4,13 +4,18 @@ The same code answers calls in a session (through :class:`~simforge.tools.ToolCo
 a candidate handler against the recorded calls while learning (through :class:`DictStore`), so
 what fidelity measures is exactly what a session runs. Kinds:
 
-``get`` (an entity by its key argument, whole or a path into it), ``find`` (the key of the row
+``get`` (an entity by its key argument, whole or a path into it; ``also``: other entities tried
+in turn for an id the first lacks), ``find`` (the key of the row
 whose fields equal the arguments), ``search`` (rows filtered by arguments and constants, merged
 with a sub-record an argument selects), ``update`` and ``create`` (learned effects; an update may
 also insert the records it makes, ``creates``), ``compute``
-(arithmetic), ``constant`` and ``replay``. Every kind checks the learned error conditions first;
-a write computes its effects before (a condition may compare an argument with a computed total)
-and applies its learned side effects after (:mod:`.side`).
+(arithmetic), ``constant``, ``replay``, ``state`` (an answer rendered from the session's
+history of state-changing calls, :mod:`.textstate`) and ``declared`` (a tool the traces
+declare and no training call used: in the catalog, with nothing known of what it answers).
+Every kind checks
+the learned error conditions first; a write computes its effects before (a condition may
+compare an argument with a computed total) and applies its learned side effects after
+(:mod:`.side`).
 """
 
 from __future__ import annotations
@@ -25,7 +30,9 @@ from simforge.synth.entities import Ref, resolve
 from simforge.synth.errors import ErrorObservation, holds, render
 from simforge.synth.expr import Unresolved
 from simforge.synth.replay import ReplayTable
-from simforge.synth.side import apply_side_effects
+from simforge.synth.side import RESULT, TOKEN, apply_side_effects
+from simforge.synth.textstate import STATE_ENTITY, STATE_ID, STATE_KEY, Model, op
+from simforge.synth.textstate import render as render_text
 from simforge.tools.errors import ToolError
 
 Row = dict[str, Any]
@@ -86,11 +93,18 @@ class DictStore:
 
 
 class Runtime:
-    """What a handler needs beyond the store: sub-record parents and replay tables."""
+    """What a handler needs beyond the store: sub-record parents, replay tables and the model of
+    state shown only in text (:mod:`.textstate`)."""
 
-    def __init__(self, parent_of: Mapping[str, str], replays: Mapping[str, ReplayTable]) -> None:
+    def __init__(
+        self,
+        parent_of: Mapping[str, str],
+        replays: Mapping[str, ReplayTable],
+        state: Model | None = None,
+    ) -> None:
         self.parent_of = parent_of
         self.replays = replays
+        self.state = state
 
 
 def _walk(node: Any, segments: list[dict[str, Any]], args: Mapping[str, Any]) -> Any:
@@ -137,13 +151,66 @@ def _check(desc: Mapping[str, Any], obs: ErrorObservation) -> None:
 
 
 def run(desc: Mapping[str, Any], store: Store, args: dict[str, Any], rt: Runtime) -> Any:
-    """The result of one call, or a :class:`ToolError` with the learned (or recorded) text."""
+    """The result of one call, or a :class:`ToolError` with the learned (or recorded) text. A
+    call of a state-changing tool (``records``) enters the session's history."""
+    if desc["kind"] == "state":
+        return _state(desc, store, args, rt)
+    result = _run(desc, store, args, rt)
+    _named_side_effects(desc, store, args, result, rt)
+    if desc.get("records") and rt.state is not None:
+        _record(store, rt.state, [*_history(store), op(desc.get("tool", ""), args)])
+    return result
+
+
+def _named_side_effects(
+    desc: Mapping[str, Any], store: Store, args: dict[str, Any], result: Any, rt: Runtime
+) -> None:
+    """Side effects on the row a write's text answer names (``@result``: the bill a payment
+    says it paid)."""
+    rules = [r for r in desc.get("side") or () if r.get("arg") == RESULT]
+    if not rules or not isinstance(result, str):
+        return
+    for rule in rules:
+        for token in dict.fromkeys(TOKEN.findall(result)):
+            if store.get(rule["entity"], token) is not None:
+                env = {"args": {**args, RESULT: token}, "old": None, "db": store}
+                apply_side_effects({"side": [rule]}, env, store, rt.parent_of)
+                break
+
+
+def _history(store: Store) -> list[str]:
+    row = store.get(STATE_ENTITY, STATE_ID)
+    return list(row.get("ops") or []) if row is not None else []
+
+
+def _record(store: Store, model: Model, ops: list[str]) -> None:
+    if store.get(STATE_ENTITY, STATE_ID) is None:
+        store.insert(STATE_ENTITY, {STATE_KEY: STATE_ID, **model.row(ops)})
+    else:
+        store.update(STATE_ENTITY, STATE_ID, model.row(ops))
+
+
+def _state(desc: Mapping[str, Any], store: Store, args: dict[str, Any], rt: Runtime) -> Any:
+    """An answer rendered from the session's history (see :mod:`.textstate`)."""
+    model = rt.state
+    if model is None:
+        raise ToolError(501, "not_implemented", f"{desc.get('tool')}: no state model")
+    ops = _history(store)
+    if desc.get("records"):
+        ops.append(op(desc.get("tool", ""), args))
+        _record(store, model, ops)
+    return render_text(desc, model, model.features.of(ops, args))
+
+
+def _run(desc: Mapping[str, Any], store: Store, args: dict[str, Any], rt: Runtime) -> Any:
     kind = desc["kind"]
     tool = desc.get("tool", "")
     if kind == "constant":
         return desc["value"]
     if kind == "replay":
         return _replay(tool, args, rt)
+    if kind == "declared":
+        raise ToolError(501, "not_implemented", f"{tool}: declared by the traces, never called")
     if kind == "compute":
         _check(desc, ErrorObservation({"args": args}, None))
         return _compute(desc, args)
@@ -152,6 +219,14 @@ def run(desc: Mapping[str, Any], store: Store, args: dict[str, Any], rt: Runtime
     if kind in ("get", "update"):
         key = args.get(desc["key"])
         row = store.get(entity, key) if isinstance(key, str) else None
+        view = desc.get("view") or {}
+        if row is None and isinstance(key, str):
+            for other in desc.get("also") or ():
+                # one read over several tables (a details-by-id lookup): the first with the id
+                row = store.get(other["entity"], key)
+                if row is not None:
+                    view = other.get("view") or {}
+                    break
         env = {"args": args, "old": row, "ref": refs, "db": store}
         changes = apply_effects(desc.get("effects") or {}, env) if row is not None else {}
         if kind == "update" and row is not None:
@@ -161,7 +236,7 @@ def run(desc: Mapping[str, Any], store: Store, args: dict[str, Any], rt: Runtime
         if row is None:
             raise ToolError.not_found(entity, key)
         if kind == "get":
-            return _view(row, desc.get("view") or {}, args)
+            return _view(row, view, args)
         new = store.update(entity, str(key), changes) if changes else row
         apply_side_effects(desc, {**env, "new": new}, store, rt.parent_of)
         for made in desc.get("creates") or []:
@@ -221,7 +296,20 @@ def _returns(
         return _view(row, desc.get("view") or {}, args)
     if returns == "replay":
         return _replay(tool, args, rt)
+    if "template" in returns:
+        return fill(returns["template"], args)
     return returns["c"]
+
+
+def fill(template: str, args: Mapping[str, Any]) -> str:
+    """A text answer with the call's arguments in its slots (``{user_id}``)."""
+    return template.format_map({k: _text(v) for k, v in args.items()})
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value)
+    return value if isinstance(value, str) else str(value)
 
 
 def _matches(row: Row, path: list[Any], value: Any) -> bool:

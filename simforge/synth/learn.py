@@ -12,6 +12,7 @@ conditions are checked first.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -22,7 +23,8 @@ from simforge.synth.expr import same
 from simforge.synth.handlers import DictStore, Runtime, arithmetic, run
 from simforge.synth.made import learn_creates, modelled_fields
 from simforge.synth.observe import CallObservation, ToolProfile
-from simforge.synth.side import learn_side_effects
+from simforge.synth.preconditions import Distributions, learn_preconditions, merge
+from simforge.synth.side import RESULT, learn_side_effects
 from simforge.tools.errors import ToolError
 
 Row = dict[str, Any]
@@ -42,6 +44,7 @@ class Learner:
         self.base = base
         self.pks = pks
         self.rt = rt
+        self.dists = Distributions(base)
         self.modelled: dict[str, dict[str, set[str]]] = {}
         """tool -> entity -> the fields its handler reproduces in every observed call (what a
         task's expected state may ask of it)."""
@@ -50,7 +53,7 @@ class Learner:
 
     def outcome(self, desc: Mapping[str, Any], obs: CallObservation) -> tuple[bool, Any]:
         """Run ``desc`` on one recorded call from the state before it."""
-        store = DictStore(self.base, self.pks)
+        store = self._store(obs)
         mapping_key = desc.get("key")
         if mapping_key and isinstance(obs.args.get(mapping_key), str):
             entity = desc.get("entity", "")
@@ -64,6 +67,21 @@ class Learner:
             return False, exc.message
         except Exception as exc:  # a candidate that crashes is a candidate that is wrong
             return False, f"{type(exc).__name__}"
+
+    def _store(self, obs: CallObservation) -> DictStore:
+        """The world as the call found it: the seed, the episode's initial state (rows it saw
+        that differ from the seed, wherever in the episode it saw them) and what happened
+        earlier in the episode."""
+        store = DictStore(self.base, self.pks)
+        for entity, rows in (obs.initial or {}).items():
+            for id, row in rows.items():
+                store.put(entity, id, row)
+        if obs.store is not None:
+            for entity, rows in obs.store.overlay.items():
+                for id, row in rows.items():
+                    if id not in (obs.initial or {}).get(entity, {}) or row is not None:
+                        store.put(entity, id, row)
+        return store
 
     def accuracy(self, desc: Mapping[str, Any], calls: Sequence[CallObservation]) -> float:
         calls = list(calls)[:CHECK_CAP]
@@ -94,9 +112,7 @@ class Learner:
             if mode == "record" and write:
                 candidates.append(self._update(common, key, good))
             elif mode == "record":
-                candidates.append(
-                    {**common, "kind": "get", "key": key, "view": self._omit(entity, good)}
-                )
+                candidates.append(self._get(common, profile, entity, key, good))
             elif mode == "path":
                 path = self._path(good, key)
                 if write:
@@ -138,9 +154,66 @@ class Learner:
         keep = best_score >= KEEP_LEARNED or best["kind"] in ("update", "create")
         if not keep:
             best = {"tool": name, "kind": "replay"}
+        named = {
+            record.get(self.pks.get(entity, ""), "") and entity
+            for c in good
+            for arg, _, record in c.side
+            if arg == RESULT
+            for entity in [self._entity_of(record)]
+            if entity
+        }
+        named.discard("")
+        if named:
+            # what the write did to the row its answer names (a bill it says it paid)
+            for entity in sorted(named):
+                found = learn_side_effects(good, {RESULT: {"entity": entity, "sub": None}})
+                best["side"] = [*(best.get("side") or []), *found]
+        if best["kind"] in ("update", "create"):
+            envs = [_would_write(best, c.env) for c in good[:CHECK_CAP]]
+            inferred = learn_preconditions(best, good, envs, self.dists)
+            best["errors"] = merge(best.get("errors") or [], inferred)
         best["train_accuracy"] = round(max(best_score, 0.0), 4)
         self.modelled[name] = modelled_fields(best, good)
         return best
+
+    def _entity_of(self, record: Row) -> str | None:
+        found = self.catalog.recognise(record)
+        return found[0].name if found is not None else None
+
+    def _get(
+        self,
+        common: dict[str, Any],
+        profile: ToolProfile,
+        entity: str,
+        key: str,
+        good: Sequence[CallObservation],
+    ) -> dict[str, Any]:
+        """A read of the row the key argument names. When the same argument names rows of
+        several entities (a lookup of details by any id), the others are tried in turn, each
+        with its own view."""
+        others = [
+            e
+            for (mode, e, arg), _ in profile.mapping.most_common()
+            if mode == "record" and arg == key and e != entity and e in self.pks
+        ]
+        if not others:
+            return {**common, "kind": "get", "key": key, "view": self._omit(entity, good)}
+
+        def of(name: str) -> list[CallObservation]:
+            pk = self.pks[name]
+            return [
+                c
+                for c in good
+                if isinstance(c.result, dict) and c.result.get(pk) == c.args.get(key)
+            ]
+
+        return {
+            **common,
+            "kind": "get",
+            "key": key,
+            "view": self._omit(entity, of(entity)),
+            "also": [{"entity": e, "view": self._omit(e, of(e))} for e in others],
+        }
 
     def _omit(self, entity: str, good: Sequence[CallObservation]) -> dict[str, Any]:
         """Fields the results never show are left out; fields they show only sometimes are
@@ -171,7 +244,11 @@ class Learner:
         returns: Any = "row"
         if good and not any(isinstance(c.result, dict) for c in good):
             values = {repr(c.result) for c in good}
-            returns = {"c": good[0].result} if len(values) == 1 else "replay"
+            found = text_template(good)
+            if found is not None:
+                returns = {"template": found}
+            else:
+                returns = {"c": good[0].result} if len(values) == 1 else "replay"
         elif self.catalog.is_kind(common["entity"]) and any(
             not isinstance(c.result, dict)
             or c.result.get(self.pks[common["entity"]]) != c.args.get(key)
@@ -346,6 +423,38 @@ class Learner:
             )
             observations.append(ErrorObservation(env, c.error, c.missing_target, no_match, missing))
         return learn_errors(observations)
+
+
+def text_template(good: Sequence[CallObservation]) -> str | None:
+    """A text answer as a template of the arguments (``Certificate ... added to user
+    {user_id} with amount {amount}.``) when one reproduces every observed answer; an argument
+    fills a slot only where its value is distinctive (a string of four characters or more, a
+    number of two digits or more)."""
+    if not good or not all(isinstance(c.result, str) for c in good):
+        return None
+    from simforge.synth.handlers import fill
+
+    first = good[0]
+    text = str(first.result).replace("{", "{{").replace("}", "}}")
+    used = False
+    for name, value in sorted(first.args.items(), key=lambda kv: -len(str(kv[1]))):
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            continue
+        shown = value if isinstance(value, str) else str(value)
+        if len(shown) < (4 if isinstance(value, str) else 2) or shown not in text:
+            continue
+        if "{" + name + "}" in text:
+            continue
+        text = re.sub(rf"(?<![\w.]){re.escape(shown)}(?![\w])", "{" + name + "}", text)
+        used = True
+    if not used:
+        return None
+    try:
+        if all(fill(text, c.args) == c.result for c in good):
+            return text
+    except (KeyError, IndexError, ValueError):
+        return None
+    return None
 
 
 def share_not_found(handlers: list[dict[str, Any]]) -> None:

@@ -24,6 +24,7 @@ from simforge.synth.handlers import Runtime, run
 from simforge.synth.pack_files import TOOLS, read_json, read_manifest
 from simforge.synth.replay import ReplayTable
 from simforge.synth.schemas import FORMAT_PATTERNS, close_objects
+from simforge.synth.textstate import Model
 from simforge.tools.context import ToolContext
 from simforge.tools.pack import Pack
 from simforge.tools.spec import ToolSpec
@@ -67,7 +68,8 @@ def entity_models(entities: dict[str, Any]) -> list[type[SQLModel]]:
 
 def input_model(name: str, schema: dict[str, Any]) -> type[BaseModel]:
     """The validator of a synthesized tool's arguments: the whole learned schema (nested objects
-    and arrays, ``required``, ``additionalProperties``, enums, id patterns and formats), as
+    and arrays, ``required``, ``additionalProperties``, enums and formats; an id's pattern is
+    served but not enforced, see :func:`schema_type`), as
     pydantic types, so a call is checked by pydantic-core like a hand-written tool's and a 422
     names the argument's path, what the schema expects there and what was sent."""
     required = set(schema.get("required") or [])
@@ -99,7 +101,11 @@ def schema_type(schema: Any, name: str) -> Any:
         members = tuple(schema_type(o, f"{name}_{i}") for i, o in enumerate(options))
         return Any if Any in members else Union[members]  # noqa: UP007 (a runtime tuple)
     if kinds == "string":
-        pattern = schema.get("pattern") or FORMAT_PATTERNS.get(schema.get("format", ""))
+        # An id's learned shape (``pattern``) is told to the agent, not enforced: production
+        # answered a malformed id with its own error (tau2 retail: ``#9502127`` is "Error:
+        # Order not found", not a validation error), which the handler's not-found path gives.
+        # Formats (dates, emails) are checked.
+        pattern = FORMAT_PATTERNS.get(schema.get("format", ""))
         if isinstance(pattern, str) and not _PORTABLE.search(pattern):
             return Annotated[str, StringConstraints(pattern=pattern)]
         return str
@@ -150,7 +156,8 @@ def load_synth_pack(folder: Path | str) -> Pack:
     entities = manifest.get("entities") or {}
     subs = {name: info.get("subs") or {} for name, info in entities.items()}
     pks = {name: info["pk"] for name, info in entities.items()}
-    runtime = Runtime({}, replays)
+    state = files.get("state")
+    runtime = Runtime({}, replays, Model.from_json(read_json(folder / state)) if state else None)
     loaded = {"parents": False}
 
     def ensure_parents() -> None:

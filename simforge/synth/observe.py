@@ -24,6 +24,7 @@ from simforge.synth.expr import same
 from simforge.synth.handlers import DictStore
 from simforge.synth.joins import JoinIndex
 from simforge.synth.kinds import is_new, mentions, nested_records
+from simforge.synth.side import RESULT, TOKEN
 from simforge.trace.episode import Episode, ToolCall
 
 Row = dict[str, Any]
@@ -31,7 +32,7 @@ Row = dict[str, Any]
 _WRITE = re.compile(
     r"^(cancel|update|modify|create|book|delete|remove|send|return|exchange|transfer|add|set|"
     r"reset|toggle|enable|disable|pay|refund|submit|post|put|patch|insert|assign|close|"
-    r"change|apply|issue|escalate|upgrade|downgrade|register|approve|reject|charge|publish|"
+    r"change|apply|issue|escalate|make|upgrade|downgrade|register|approve|reject|charge|publish|"
     r"resolve|retire|place|adjust|mark|archive|restore|unlock|lock|grant|revoke|move|merge|"
     r"rename|schedule|complete|reopen|suspend|activate|deactivate|terminate|dismiss|accept|"
     r"decline|allocate|release|reserve|void|withdraw|invite|enroll|renew|reassign|unassign|open_)"
@@ -39,6 +40,10 @@ _WRITE = re.compile(
 _READ_NAME = re.compile(
     r"^(get|list|search|find|fetch|lookup|look_up|read|show|query|describe|retrieve|view|count)_"
 )
+
+
+def named_like_write(name: str) -> bool:
+    return bool(_WRITE.match(name.lower()))
 
 
 @dataclass
@@ -110,6 +115,10 @@ class CallObservation:
     """``(entity, record)`` for records a write created besides its target (a credit note)."""
     side: list[tuple[str, Row, Row]] = field(default_factory=list)
     """``(id argument, row before, row after)`` for rows it names that a later read showed."""
+    store: DictStore | None = None
+    """The episode's store just before the call (what learning checks a candidate against)."""
+    initial: dict[str, dict[str, Row]] | None = None
+    """The episode's initial state (rows it saw that differ from the seed), once walked."""
 
 
 @dataclass
@@ -120,6 +129,9 @@ class EpisodeState:
     created: set[tuple[str, str]] = field(default_factory=set)
     writers: dict[tuple[str, str], set[str]] = field(default_factory=dict)
     """The tools whose calls wrote each row (what the expected state may rely on)."""
+    first_seen: dict[tuple[str, str], Row] = field(default_factory=dict)
+    """Each row as the episode first saw it, before any write of it (equal to the seed or
+    not)."""
 
 
 SAMPLE_CAP = 300
@@ -299,7 +311,8 @@ def walk(
                 ]
             elif isinstance(value, str):
                 refs[name] = resolve_ref(ref, value, store.get, parent_of)
-        db = JoinIndex(store.snapshot().get, primary or {})
+        snap = store.snapshot()
+        db = JoinIndex(snap.get, primary or {})
         obs = CallObservation(
             call.tool,
             args,
@@ -307,12 +320,21 @@ def walk(
             call.result,
             call.error,
             missing_target=target is not None and old is None,
+            store=snap,
+            initial=state.initial,
         )
         is_write = bool(profile_ and profile_.write_by_name)
         if call.error is None:
             for entity, id, record in records_in(call, catalog, tools):
                 key = (entity.name, id)
                 before = store.get(*key)
+                if before is not None and not catalog.is_kind(entity.name):
+                    # a partial view (a usage view of a line, its numbers shown as text) shows
+                    # what it shows; the row keeps the rest, and its values where they agree
+                    record = {
+                        **before,
+                        **{k: v for k, v in record.items() if not _same_value(before.get(k), v)},
+                    }
                 # the row as this episode last showed it, with no write touching it since
                 shown = (
                     key in seen
@@ -345,10 +367,14 @@ def walk(
                 kind = catalog.is_kind(entity.name)
                 if key not in seen and key not in state.written:
                     seen.add(key)
+                    if not (is_write and key == target):
+                        state.first_seen.setdefault(key, record)
                     if before is not None and not _same_row(before, record):
                         if kind and is_write:
                             state.written.add(key)  # a write's result is no initial state
                             state.final.setdefault(entity.name, {})[id] = record
+                        elif is_write and key == target:
+                            pass  # the row after the write, not where the episode started
                         else:
                             state.initial.setdefault(entity.name, {})[id] = record
                 if key in pending:
@@ -372,6 +398,8 @@ def walk(
                 state.written.add(target)
             if is_write and profile_ is not None:
                 _touch(touched, obs, profile_.best_refs(), parent_of, store, target)
+            if is_write and isinstance(call.result, str):
+                _touch_named(touched, obs, call.result, primary or {}, store)
         if sink is not None:
             sink.setdefault(call.tool, []).append(obs)
         mentioned.update(mentions(call))
@@ -445,12 +473,43 @@ def _touch(
             touched[key] = (obs, name, found)
 
 
+def named_in(text: str, primary: dict[str, str], entity: str | None = None) -> list[str]:
+    """Ids of rows a text names (``Payment ... made for bill B1234321``)."""
+    return [
+        t
+        for t in dict.fromkeys(TOKEN.findall(text))
+        if t in primary and (entity is None or primary[t] == entity)
+    ]
+
+
+def _touch_named(
+    touched: dict[tuple[str, str], tuple[CallObservation, str, Row]],
+    obs: CallObservation,
+    text: str,
+    primary: dict[str, str],
+    store: DictStore,
+) -> None:
+    """A write whose text answer names a row (a payment for a bill it names): the next read of
+    that row shows what the write did to it, as for a row an id argument names."""
+    for id in named_in(text, primary):
+        key = (primary[id], id)
+        if key in touched or id in {v for v in obs.args.values() if isinstance(v, str)}:
+            continue
+        found = store.get(*key)
+        if found is not None:
+            touched[key] = (obs, RESULT, found)
+
+
 def _changed(before: Row, shown: Row) -> bool:
     """Whether a result shows a field of the row with another value than it had. Fields the
     result leaves out (a usage view of a line) or adds (a limit joined from the plan) are no
     change: a read that shows part of a row does not write the rest; nor is a number shown
-    as text (``"3.2"`` for ``3.2``)."""
-    return any(k in before and not _same_value(before[k], v) for k, v in shown.items())
+    as text (``"3.2"`` for ``3.2``), nor a value where the row had none yet (a field only the
+    view carries)."""
+    return any(
+        k in before and before[k] is not None and not _same_value(before[k], v)
+        for k, v in shown.items()
+    )
 
 
 def _same_value(a: Any, b: Any) -> bool:

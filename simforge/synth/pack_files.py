@@ -10,6 +10,9 @@
     scenario.yaml    a scenario with ``pack: .`` and one task per source episode (held-out
                      episodes are the ``eval`` split)
     policy.md        the agent policy the traces carried, when they carried one (tau2)
+    state.json       the model of state shown only in text (:mod:`.textstate`), when learned
+    scenario-nongold.yaml  the training episodes labelled failed, as tasks with nothing to
+                     expect (kept out of scenario.yaml, so out of training, by default)
 
 Only ``scenario.yaml`` holds ground truth (expected states, reference actions); the pack loader
 never opens it, so nothing the agent side reaches (tool specs, handlers, replay answers) can
@@ -34,6 +37,8 @@ WORLD = "world.json.gz"
 REPLAY = "replay.json.gz"
 SCENARIO = "scenario.yaml"
 POLICY = "policy.md"
+STATE = "state.json"
+NONGOLD = "scenario-nongold.yaml"
 
 _Dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -52,13 +57,21 @@ def write_pack(
     replay: dict[str, list[dict[str, Any]]],
     scenario: dict[str, Any],
     policy: str | None = None,
+    state: dict[str, Any] | None = None,
+    nongold: dict[str, Any] | None = None,
 ) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    manifest = {
-        "format": FORMAT,
-        **manifest,
-        "files": {"tools": TOOLS, "world": WORLD, "replay": REPLAY, "scenario": SCENARIO},
-    }
+    files = {"tools": TOOLS, "world": WORLD, "replay": REPLAY, "scenario": SCENARIO}
+    if state is not None:
+        files["state"] = STATE
+    if nongold is not None:
+        files["nongold"] = NONGOLD
+    manifest = {"format": FORMAT, **manifest, "files": files}
+    state_path = out / STATE
+    if state is not None:
+        state_path.write_bytes(dumps(state, option=orjson.OPT_INDENT_2))
+    elif state_path.exists():
+        state_path.unlink()
     (out / MANIFEST).write_text(yaml.dump(manifest, Dumper=_Dumper, sort_keys=False))
     (out / TOOLS).write_bytes(dumps(tools, option=orjson.OPT_INDENT_2))
     (out / WORLD).write_bytes(gzip.compress(dumps(world), compresslevel=6, mtime=0))
@@ -71,6 +84,13 @@ def write_pack(
     (out / SCENARIO).write_text(
         yaml.dump(scenario, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
     )
+    nongold_path = out / NONGOLD
+    if nongold is not None:
+        nongold_path.write_text(
+            yaml.dump(nongold, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
+        )
+    elif nongold_path.exists():
+        nongold_path.unlink()
 
 
 def read_manifest(folder: Path) -> dict[str, Any]:

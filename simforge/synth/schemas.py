@@ -71,11 +71,17 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
-def infer_schema(samples: Iterable[Any], *, object_root: bool = False) -> dict[str, Any]:
+def infer_schema(
+    samples: Iterable[Any], *, object_root: bool = False, open_fields: frozenset[str] = frozenset()
+) -> dict[str, Any]:
     """A JSON schema that every sample validates against, with enums and formats added.
 
     ``object_root``: the samples are a tool's argument objects; the schema is an object and
-    closed (``additionalProperties: false``) wherever it names its properties."""
+    closed (``additionalProperties: false``) wherever it names its properties.
+    ``open_fields``: property names the data snapshot shows to take more values than an enum
+    holds (:func:`open_field_names`); a field of that name is never made an enum, however few
+    values the calls showed (two held-out-free calls to Fort Worth and New York do not make
+    ``city`` a closed set)."""
     builder = SchemaBuilder(schema_uri=False)
     observed: list[Any] = []
     seen: set[bytes] = set()
@@ -94,7 +100,7 @@ def infer_schema(samples: Iterable[Any], *, object_root: bool = False) -> dict[s
         )
     schema: dict[str, Any] = builder.to_schema()
     schema.pop("$schema", None)
-    schema = _refine(schema, observed, root=True, sparse=not object_root)
+    schema = _refine(schema, observed, root=True, sparse=not object_root, open_fields=open_fields)
     if object_root and schema.get("type") == "object":
         schema.setdefault("properties", {})
     if object_root:
@@ -110,7 +116,8 @@ def _canonical(value: Any) -> bytes:
 
 
 def _refine(
-    schema: dict[str, Any], values: list[Any], *, root: bool = False, sparse: bool = True
+    schema: dict[str, Any], values: list[Any], *, root: bool = False, sparse: bool = True,
+    open_fields: frozenset[str] = frozenset(), name: str | None = None,
 ) -> dict[str, Any]:
     """genson's schema for ``values`` (what was observed at this place), with maps, enums and
     formats: each node sees exactly the values that reached it. A tool's arguments are never a
@@ -118,7 +125,8 @@ def _refine(
     call gives some of its optional arguments, not a record's fields)."""
     if "anyOf" in schema:
         schema["anyOf"] = [
-            _refine(o, [v for v in values if _fits(o, v)], root=root, sparse=sparse)
+            _refine(o, [v for v in values if _fits(o, v)], root=root, sparse=sparse,
+                    open_fields=open_fields, name=name)
             for o in schema["anyOf"]
         ]
         return schema
@@ -126,18 +134,49 @@ def _refine(
         objects = [v for v in values if isinstance(v, dict)]
         if not (root and not sparse) and is_map(objects, sparse=sparse):
             return _map_schema(objects, sparse)
-        for name, sub in schema.get("properties", {}).items():
-            present = [o[name] for o in objects if name in o]
-            schema["properties"][name] = _refine(sub, present, sparse=sparse)
+        for prop, sub in schema.get("properties", {}).items():
+            present = [o[prop] for o in objects if prop in o]
+            schema["properties"][prop] = _refine(sub, present, sparse=sparse,
+                                                 open_fields=open_fields, name=prop)
         return schema
     items = schema.get("items")
     if schema.get("type") == "array" and isinstance(items, dict):
         inner = [x for v in values if isinstance(v, list) for x in v]
-        schema["items"] = _refine(items, inner, sparse=sparse)
+        schema["items"] = _refine(items, inner, sparse=sparse, open_fields=open_fields,
+                                  name=name)
         return schema
     if schema.get("type") == "string":
-        schema.update(string_facets([v for v in values if isinstance(v, str)]))
+        facets = string_facets([v for v in values if isinstance(v, str)])
+        if name in open_fields:
+            facets.pop("enum", None)
+        schema.update(facets)
     return schema
+
+
+def open_field_names(rows: Iterable[Any], *, depth: int = 4) -> frozenset[str]:
+    """Field names that take more than :data:`ENUM_MAX` distinct string values in ``rows``
+    (a data snapshot's records, sub-records included): the data says such a field is open,
+    whatever few values the calls happened to show."""
+    seen: dict[str, set[str]] = {}
+
+    def walk(value: Any, level: int) -> None:
+        if level > depth:
+            return
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if isinstance(item, str):
+                    values = seen.setdefault(str(key), set())
+                    if len(values) <= ENUM_MAX:
+                        values.add(item)
+                else:
+                    walk(item, level + 1)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item, level + 1)
+
+    for row in rows:
+        walk(row, 0)
+    return frozenset(k for k, values in seen.items() if len(values) > ENUM_MAX)
 
 
 def _fits(option: dict[str, Any], value: Any) -> bool:

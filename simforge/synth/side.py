@@ -15,6 +15,7 @@ balance) is left alone. Only what reads after writes show is learned: nothing is
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
@@ -22,6 +23,11 @@ from simforge.synth.effects import apply_effects, learn_fields, reproduces
 from simforge.synth.expr import same
 
 Row = dict[str, Any]
+
+RESULT = "@result"
+"""The pseudo-argument of a side effect on the row a write's text answer names (a payment's
+answer names the bill it paid)."""
+TOKEN = re.compile(r"[#\w-]{4,}")
 
 
 class _Store(Protocol):
@@ -66,6 +72,9 @@ def learn_side_effects(
             k
             for k in dict.fromkeys(k for new, env in pairs for k in [*env["target"], *new])
             if any(not same(env["target"].get(k), new.get(k)) for new, env in pairs)
+            # a field the record never had a value for, shown by a later view (a usage view
+            # joining a limit), is the view's, not the write's doing
+            and any(env["target"].get(k) is not None for _, env in pairs)
         ]
         if not fields:
             continue

@@ -11,8 +11,8 @@ episode was labelled successful, or when no label exists. A gold task whose epis
 nothing observable expects the facts of its final answer that its tool results back instead
 (:mod:`.facts`), so that it is checkable and a no-op scores 0. It lives in the scenario file,
 which only the scenario loader and the scorer read. The reference actions are the episode's own
-calls, less those that failed with an infrastructure error (a timeout, a 5xx: they did nothing,
-and the agent's retry follows them).
+calls (the user's too: a simulated user has no tools), less those that failed with an
+infrastructure error (a timeout, a 5xx: they did nothing, and the agent's retry follows them).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 
 from simforge.synth.expr import same
 from simforge.synth.facts import required_outputs
-from simforge.synth.observe import EpisodeState
+from simforge.synth.observe import EpisodeState, named_like_write
 from simforge.synth.timing import is_infrastructure
 from simforge.trace.episode import Episode
 
@@ -82,7 +82,12 @@ def build_task(
         "initial_state": initial,
         "expected": expected,
         "oracle": _oracle(episode),
-        "metadata": {"episode_id": episode.id, "gold": gold, "source": episode.source.format},
+        "metadata": {
+            "episode_id": episode.id,
+            "source_task": episode.task.id,
+            "gold": gold,
+            "source": episode.source.format,
+        },
     }
 
 
@@ -103,8 +108,12 @@ def user_spec(episode: Episode) -> dict[str, Any]:
         return out
     if not isinstance(brief, dict):
         return out
-    for source, target in (("reason_for_call", "wants"), ("known_info", "knows"),
-                           ("unknown_info", "unknown"), ("task_instructions", "instructions")):
+    for source, target in (
+        ("reason_for_call", "wants"),
+        ("known_info", "knows"),
+        ("unknown_info", "unknown"),
+        ("task_instructions", "instructions"),
+    ):
         value = brief.get(source)
         if isinstance(value, str) and value.strip() not in ("", "."):
             out[target] = value.strip()
@@ -168,15 +177,22 @@ def _keep(writers: set[str], entity: str, modelled: Modelled | None) -> set[str]
 
 
 def _oracle(episode: Episode) -> list[dict[str, Any]]:
-    """The episode's own actions: calls issued together form one step, then the last answer."""
+    """The episode's own actions: calls issued together form one step (a write a step of its
+    own, as production applied it before the next call), then the last answer."""
     steps: list[dict[str, Any]] = []
     group: Any = object()
     for call in episode.tool_calls:
-        if call.requestor != "assistant" or (call.error and is_infrastructure(call.error)):
+        if call.error and is_infrastructure(call.error):
             continue  # a timeout or a 5xx did nothing; the retry that follows is the action
+        # a call the user made (telecom's user toggles their phone) is the reference's too:
+        # a simulated user has no tools, so in a session the agent makes it
         key = call.message_index if call.message_index is not None else object()
         entry = {"tool": call.tool, "args": call.args if isinstance(call.args, dict) else {}}
-        if steps and key == group:
+        if named_like_write(call.tool):
+            # production ran a message's calls one after another: a write and what follows it
+            # in the same message must not race in a session
+            key = object()
+        if steps and key == group and not named_like_write(steps[-1]["calls"][-1]["tool"]):
             steps[-1]["calls"].append(entry)
         else:
             steps.append({"calls": [entry]})
@@ -184,3 +200,42 @@ def _oracle(episode: Episode) -> list[dict[str, Any]]:
     answers = [m.content for m in episode.messages if m.role == "assistant" and m.content]
     steps.append({"answer": answers[-1] if answers else "done"})
     return steps
+
+
+def stuffing_bounds(episodes: list[Episode]) -> dict[str, int]:
+    """``answer_stuffing`` settings under which every successful training answer passes: the
+    check stays (a shotgun answer still fails), but the length, the count of values and the
+    alternatives of one field that a factual production answer reached are not stuffing. The
+    defaults are the floor."""
+    from types import SimpleNamespace
+
+    from simforge.scoring import integrity
+
+    bounds = {"max_values": 20, "max_chars": 2000, "max_alternatives": 4}
+    hedged = getattr(integrity, "_hedged", None)
+    for episode in episodes:
+        if not is_gold(episode):
+            continue
+        answers = [m.content for m in episode.messages if m.role == "assistant" and m.content]
+        if not answers:
+            continue
+        answer = answers[-1]
+        bounds["max_values"] = max(bounds["max_values"], len(integrity.answer_values(answer)))
+        bounds["max_chars"] = max(bounds["max_chars"], len(answer))
+        if hedged is not None:
+            ctx = SimpleNamespace(trajectory=episode)  # what _hedged reads: calls, messages
+            named = hedged(ctx, answer, bounds["max_alternatives"])
+            if named:
+                most = max(len(v) for v in named.values())
+                bounds["max_alternatives"] = max(bounds["max_alternatives"], most + 1)
+    return bounds
+
+
+def handed_over(episode: Episode, ending: Any) -> list[dict[str, Any]]:
+    """An ``action_sequence`` check for a gold episode that changed nothing and ended by
+    handing the conversation over (a transfer to a human agent): the hand-over is its outcome,
+    so that a no-op does not pass and the task is graded."""
+    for call in reversed(episode.tool_calls):
+        if call.error is None and call.requestor == "assistant" and ending.match(call.tool):
+            return [{"name": "action_sequence", "params": {"calls": [{"tool": call.tool}]}}]
+    return []

@@ -107,6 +107,9 @@ def ingest_command(
         console = make_console()
         console.print(_table(result))
         console.print(f"formats: {result.formats or '{}'}", highlight=False)
+        if result.nonfinite:
+            console.print(f"[yellow]{result.nonfinite} NaN/Infinity values read as null[/yellow]",
+                          highlight=False)
         if result.rejected:
             where = f" (see {quarantine})" if quarantine else " (use --quarantine to keep them)"
             console.print(f"[yellow]{result.rejected} records rejected{where}[/yellow]")

@@ -1,12 +1,15 @@
-"""Format auto-detection: the layout of a file from its first bytes, the format from its first
-record.
+"""Format auto-detection: the layout of a file from its first lines, the format from its first
+good records.
 
 Detection happens in two steps because the two questions need different evidence. The *layout*
-(JSON Lines, one JSON array, one JSON object) is visible in the first line or two. The *format*
-(tau2, OTLP, LangSmith...) needs keys of a real record, so each adapter's ``sniff`` is shown a
-:class:`Sample`: the first record (JSONL), the first array item, or, for an object document, the
-document itself with every array cut to its first element (a skeleton, so that a 1 GB file is not
-parsed to find out what it is).
+(JSON Lines, one JSON array, one JSON object) is visible in the first few lines. The *format*
+(tau2, OTLP, LangSmith...) needs keys of real records, so each adapter's ``sniff`` is shown
+:class:`Sample` s: the first records of a JSONL file or items of an array that can be read (up to
+``SAMPLE_RECORDS`` that some format recognises, among the first ``SAMPLE_SCAN``), each on its own,
+and the format most of them are recognised as wins; for an object document, the document itself
+with every array cut to its first element (a skeleton, so that a 1 GB file is not parsed to find
+out what it is). One damaged or foreign record at the head of a file therefore no longer decides
+what the whole file is.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from typing import IO, TYPE_CHECKING, Any, Literal
 
 import orjson
 
+from simforge.jsonio import MAX_DEPTH
+
 if TYPE_CHECKING:
     from simforge.trace.reader import Document
 
@@ -26,6 +31,11 @@ _BOM = b"\xef\xbb\xbf"
 _MAX_SNIFF_LINE = 16 * 1024 * 1024
 _MAX_PARSED_LINE = 1024 * 1024
 _SKELETON_EVENTS = 50_000
+_LAYOUT_LINES = 8
+SAMPLE_RECORDS = 5
+"""Records that some format recognises, looked for to decide a file's format."""
+SAMPLE_SCAN = 64
+"""Records looked at, at most, to find them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,10 +60,12 @@ def sniff_layout(stream: IO[bytes]) -> Layout:
 
     A file whose first line is a complete object or array and that has more content after it is
     JSONL. A first line longer than 1 MiB is not parsed (a one-line document would cost its
-    whole size in objects): it is JSONL when another record follows it. A first line that does
-    not parse is still JSONL when one of the next two lines starts
-    at column 0 and parses (a corrupt first record must not turn a JSONL file into one broken
-    document); otherwise the file is one document, pretty-printed.
+    whole size in objects): it is JSONL when another record follows it. When the first line does
+    not parse, the next lines decide: the file is JSONL when at least half of the first
+    ``_LAYOUT_LINES`` lines are complete objects or arrays (a corrupt first record must not
+    turn a JSONL file into one broken document, and the one line of a pretty-printed array that
+    happens to parse, its last element, must not turn the document into JSONL); otherwise it
+    is one document, pretty-printed.
     """
     first = stream.readline(_MAX_PARSED_LINE)
     if first.startswith(_BOM):
@@ -73,13 +85,25 @@ def sniff_layout(stream: IO[bytes]) -> Layout:
         rest = [stream.readline(_MAX_PARSED_LINE) for _ in range(2)]
         follows = next((line.lstrip()[:1] for line in rest if line.strip()), b"")
         return "jsonl" if follows in (b"{", b"[") else doc_layout
-    rest = [stream.readline(_MAX_PARSED_LINE) for _ in range(2)]
-    has_more = any(line.strip() for line in rest) or bool(stream.read(1).strip())
     if doc_layout != "unknown" and _parses(first):
+        rest = [stream.readline(_MAX_PARSED_LINE) for _ in range(2)]
+        has_more = any(line.strip() for line in rest) or bool(stream.read(1).strip())
         return "jsonl" if has_more else doc_layout
-    for line in rest:
-        if line[:1] in (b"{", b"[") and _parses(line):
-            return "jsonl"
+    lines = 1
+    parsed = 0
+    for _ in range(_LAYOUT_LINES - 1):
+        line = stream.readline(_MAX_PARSED_LINE)
+        if not line:
+            break
+        if not line.strip():
+            continue
+        lines += 1
+        if line[:1] in (b"{", b"[") and line.endswith(b"\n") and _parses(line):
+            parsed += 1
+        elif not line.endswith(b"\n"):
+            _skip_line(stream)
+    if parsed and 2 * parsed >= lines:
+        return "jsonl"
     return doc_layout
 
 
@@ -96,17 +120,24 @@ def _skip_line(stream: IO[bytes]) -> bool:
     return False
 
 
-def skeleton(events: Iterable[tuple[str, str, Any]], budget: int = _SKELETON_EVENTS) -> Any:
-    """Build a document from ijson events keeping only the first element of every array.
+def skeleton(
+    events: Iterable[tuple[str, Any]],
+    budget: int = _SKELETON_EVENTS,
+    top_items: int = 1,
+    limit: int = MAX_DEPTH,
+) -> Any:
+    """Build a document from ijson's ``basic_parse`` events keeping only the first element of
+    every array (the first ``top_items`` of a top-level array), and nothing below ``limit``
+    levels.
 
     Enough to recognise a format by its keys at every depth, at a bounded cost whatever the size
-    of the file.
+    or depth of the file.
     """
     stack: list[Any] = []
     keys: list[str | None] = []
     skip_depth = 0
     root: Any = None
-    for count, (_prefix, event, value) in enumerate(events):
+    for count, (event, value) in enumerate(events):
         if count >= budget:
             break
         if skip_depth:
@@ -125,10 +156,13 @@ def skeleton(events: Iterable[tuple[str, str, Any]], budget: int = _SKELETON_EVE
                 break
             continue
         parent = stack[-1] if stack else None
-        if isinstance(parent, list) and parent:
-            if event in ("start_map", "start_array"):
+        opens = event in ("start_map", "start_array")
+        if isinstance(parent, list) and len(parent) >= (top_items if len(stack) == 1 else 1):
+            if opens:
                 skip_depth = 1
             continue
+        if opens and len(stack) >= limit:
+            break
         node: Any
         if event == "start_map":
             node = {}
@@ -142,34 +176,74 @@ def skeleton(events: Iterable[tuple[str, str, Any]], budget: int = _SKELETON_EVE
             parent.append(node)
         else:
             parent[keys[-1]] = node
-        if event in ("start_map", "start_array"):
+        if opens:
             stack.append(node)
             keys.append(None)
+        elif parent is None:
+            break
     return root
 
 
 def first_value(records: Iterator[Any]) -> Any:
     """The first record whose value parses (sniffing skips a corrupt first line)."""
+    values = record_values(records, 1)
+    return values[0] if values else None
+
+
+def record_values(records: Iterator[Any], count: int, scan: int = SAMPLE_SCAN) -> list[Any]:
+    """The values of up to ``count`` of the first ``scan`` records that parse."""
     from simforge.trace.errors import TraceFormatError
 
+    out: list[Any] = []
     for index, record in enumerate(records):
-        if index >= 5:
+        if index >= scan or len(out) >= count:
             break
         try:
-            return record.value
+            out.append(record.value)
         except TraceFormatError:
             continue
-    return None
+    return out
+
+
+def samples_of(doc: Document) -> Iterator[Sample]:
+    """The samples shown to every adapter's ``sniff``, best first: each of the first records
+    that can be read (JSONL lines, array items), or the document's skeleton. An array whose
+    first readable item is a chat message is one conversation: its sample is the list of its
+    first messages (when most of its first readable items are messages)."""
+    if doc.layout == "jsonl":
+        from simforge.trace.errors import TraceFormatError
+
+        lines = doc.lines()
+        try:
+            for index, record in enumerate(lines):
+                if index >= SAMPLE_SCAN:
+                    break
+                before = doc.replaced
+                try:
+                    value = record.value
+                except TraceFormatError:
+                    continue
+                if record.location.line is not None:
+                    doc.sampled[record.location.line] = (value, doc.replaced - before)
+                yield Sample(doc.layout, value, doc.path)
+        finally:
+            lines.close()  # type: ignore[attr-defined]
+    elif doc.layout == "array":
+        items = doc.sample_items(SAMPLE_SCAN)
+        if items and 2 * sum(_is_message(i) for i in items) > len(items):
+            yield Sample(doc.layout, [i for i in items[:SAMPLE_RECORDS] if _is_message(i)],
+                         doc.path)
+            return
+        for value in items:
+            yield Sample(doc.layout, value, doc.path)
+    elif doc.layout == "object":
+        yield Sample(doc.layout, doc.skeleton(), doc.path)
+
+
+def _is_message(value: Any) -> bool:
+    return isinstance(value, dict) and "role" in value and "messages" not in value
 
 
 def sample_of(doc: Document) -> Sample:
-    """The sample shown to every adapter's ``sniff`` for this document."""
-    if doc.layout == "jsonl":
-        value = first_value(doc.lines())
-    elif doc.layout == "array":
-        value = doc.first_item_skeleton()
-    elif doc.layout == "object":
-        value = doc.skeleton()
-    else:
-        value = None
-    return Sample(doc.layout, value, doc.path)
+    """The first sample shown to every adapter's ``sniff`` for this document."""
+    return next(samples_of(doc), Sample(doc.layout, None, doc.path))

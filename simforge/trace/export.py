@@ -18,6 +18,7 @@ from typing import Any, BinaryIO, Literal
 
 import orjson
 
+from simforge.atomic import AtomicFile
 from simforge.trace.episode import Episode, ToolCall
 from simforge.trace.formats._common import dumps
 
@@ -75,7 +76,13 @@ def to_openai(episode: Episode) -> dict[str, Any]:
 
 
 class EpisodeWriter:
-    """Appends episodes to a JSONL file (gzip when the name ends in ``.gz``)."""
+    """Appends episodes to a JSONL file (gzip when the name ends in ``.gz``).
+
+    The file is written under a temporary sibling name and renamed onto ``path`` by
+    :meth:`close` (or a clean ``with`` exit): until then the previous file, if any, is left as
+    it was, and a run that is killed or fails (:meth:`discard`, or an exception in the ``with``
+    block) never leaves a partial file that looks whole.
+    """
 
     def __init__(self, path: str | os.PathLike[str], fmt: ExportFormat = "native") -> None:
         if fmt not in ("native", "openai"):
@@ -83,12 +90,12 @@ class EpisodeWriter:
         self.path = Path(path)
         self.fmt = fmt
         self.count = 0
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._out = AtomicFile(self.path)
         self._file: gzip.GzipFile | BinaryIO
         if self.path.name.endswith(".gz"):
-            self._file = gzip.open(self.path, "wb")  # noqa: SIM115 - closed by close()
+            self._file = gzip.GzipFile(filename="", mode="wb", fileobj=self._out.file)
         else:
-            self._file = self.path.open("wb")
+            self._file = self._out.file  # type: ignore[assignment]
 
     def write(self, episode: Episode) -> None:
         if self.fmt == "native":
@@ -99,7 +106,20 @@ class EpisodeWriter:
         self.count += 1
 
     def close(self) -> None:
-        self._file.close()
+        """Finish the file and move it onto its name."""
+        if self._out.closed:
+            return
+        if self._file is not self._out.file:
+            self._file.close()
+        self._out.commit()
+
+    def discard(self) -> None:
+        """Drop what was written; the previous file at ``path``, if any, stays."""
+        if self._out.closed:
+            return
+        if self._file is not self._out.file:
+            self._file.close()
+        self._out.discard()
 
     def __enter__(self) -> EpisodeWriter:
         return self
@@ -110,7 +130,10 @@ class EpisodeWriter:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self.close()
+        if exc_type is None:
+            self.close()
+        else:
+            self.discard()
 
 
 def write_episodes(

@@ -8,7 +8,15 @@ that trips over odd data) is counted and quarantined; nothing escapes as a trace
 caller asked for ``strict`` mode, where the first one raises :class:`StrictModeAbort`.
 
 Counting rule, relied on by tests: ``records_kept + rejected == records_read``. A file that
-cannot be opened or recognised counts as one record read and rejected.
+cannot be opened or recognised counts as one record read and rejected; so does every stretch of
+a broken document that could not be read as a record.
+
+Besides what its adapter checks, a record is refused when it carries no conversation (no
+message and no tool call: ``[]`` or ``{"messages": []}`` is not an episode) or when it nests
+deeper than ``simforge.jsonio.MAX_DEPTH`` levels, which no exporter could write: the record's
+value (known shallow when its whole document parsed within the limit), the JSON strings in it
+that adapters parse (``loads_text``), or, for native episodes and plugins, every free-form value
+of the episode. Both are checked before the record counts as kept.
 """
 
 from __future__ import annotations
@@ -20,12 +28,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simforge.trace.detect import sample_of
+from simforge.jsonio import MAX_DEPTH, DepthError, exceeds_depth
 from simforge.trace.episode import Episode
 from simforge.trace.errors import Location, StrictModeAbort, TraceFormatError
 from simforge.trace.quarantine import Quarantine
 from simforge.trace.reader import Document, Record
-from simforge.trace.registry import Deferred, detect_format, formats, get_format
+from simforge.trace.registry import (
+    Deferred,
+    FormatAdapter,
+    detect_document_format,
+    formats,
+    get_format,
+)
 from simforge.trace.stats import ToolStats
 
 PathLike = str | os.PathLike[str]
@@ -65,6 +79,9 @@ class IngestResult:
     records_read: int = 0
     records_kept: int = 0
     rejected: int = 0
+    nonfinite: int = 0
+    """``NaN`` / ``Infinity`` values read as ``null`` (JSON has no such numbers; Python's
+    ``json.dump`` writes them by default)."""
     formats: dict[str, int] = field(default_factory=dict)
     files: list[FileReport] = field(default_factory=list)
     stats: ToolStats = field(default_factory=ToolStats)
@@ -179,7 +196,7 @@ class _Run:
             reason = doc.load_error or "not JSON or JSON Lines"
             self.reject(Location(path), reason, "", None)
             return
-        name = self.fmt or detect_format(sample_of(doc))
+        name = self.fmt or detect_document_format(doc)
         if name is None:
             result.records_read += 1
             report.records += 1
@@ -188,7 +205,9 @@ class _Run:
                         f"{known})", "", None)
             return
         report.format = name
+        doc.replaced = 0  # what sniffing read is read again
         adapter = get_format(name)()
+        measure = adapter.values_from_record
         records = enumerate(adapter.records(doc))
         pause = _CollectorPause()
         while True:
@@ -202,7 +221,15 @@ class _Run:
                 result.records_read += 1
                 report.records += 1
                 try:
-                    produced = list(adapter.parse(adapter.decode(record), record.location))
+                    decoded = adapter.decode(record)
+                    if (measure and not record.checked and type(decoded) is not bytes
+                            and exceeds_depth(decoded, MAX_DEPTH)):
+                        raise DepthError(MAX_DEPTH)
+                    produced = list(adapter.parse(decoded, record.location))
+                    problem = _refusal(produced, adapter)
+                except DepthError as exc:
+                    self.reject(record.location, str(exc), record.text(), name)
+                    continue
                 except TraceFormatError as exc:
                     self.reject(exc.location or record.location, exc.reason, record.text(), name)
                     continue
@@ -211,24 +238,31 @@ class _Run:
                                 f"malformed record ({type(exc).__name__}: {exc})",
                                 record.text(), name)
                     continue
+                if problem is not None:
+                    self.reject(record.location, problem, record.text(), name)
+                    continue
                 result.records_kept += 1
             for episode in produced:
                 self._account(episode, name, report)
                 yield episode
-            yield from self._assemble(adapter.ready(), name, report)
+            yield from self._assemble(adapter.ready(), name, report, adapter)
             if count % _PROGRESS_EVERY == 0:
                 self._tick(doc)
-        yield from self._assemble(adapter.finish(), name, report)
+        yield from self._assemble(adapter.finish(), name, report, adapter)
+        result.nonfinite += doc.replaced
         doc.release()
 
     def _assemble(
-        self, deferred: Iterable[Deferred], name: str, report: FileReport
+        self, deferred: Iterable[Deferred], name: str, report: FileReport, adapter: FormatAdapter
     ) -> Iterator[Episode]:
         """Build multi-record episodes; a failure rejects every record of the group, which
         were counted as kept when they were read."""
         for item in deferred:
             try:
                 episode = item.build()
+                problem = _refusal((episode,), adapter)
+                if problem is not None:
+                    raise TraceFormatError(item.location, problem)
             except Exception as exc:
                 reason = exc.reason if isinstance(exc, TraceFormatError) else (
                     f"could not assemble episode ({type(exc).__name__}: {exc})")
@@ -245,6 +279,57 @@ class _Run:
         result.tool_calls += len(episode.tool_calls)
         result.formats[name] = result.formats.get(name, 0) + 1
         report.episodes += 1
+
+
+def _refusal(episodes: Iterable[Episode], adapter: FormatAdapter) -> str | None:
+    """Why episodes an adapter produced cannot be kept, or ``None``."""
+    for episode in episodes:
+        if not episode.messages and not episode.tool_calls and not adapter.empty_episodes:
+            return "no conversation: the record has no message and no tool call"
+        if not adapter.values_from_record and too_deep(episode):
+            return f"nested deeper than {MAX_DEPTH} levels"
+    return None
+
+
+def too_deep(episode: Episode, limit: int = MAX_DEPTH) -> bool:
+    """Whether a free-form value of the episode nests deeper than ``limit``: its metadata,
+    labels, the calls' arguments, results and metadata, the messages' metadata, and what a
+    simulation recorded. One measurement over all of them (see ``jsonio.exceeds_depth``).
+
+    Scalars are left out, above all the long strings (a tau2 domain policy in every episode's
+    metadata is half the bytes of the real traces): a dict's scalars are dropped and its
+    containers measured in a list standing at the dict's level."""
+    values: list[Any] = []
+    append = values.append
+    for fields in (episode.metadata, episode.task.metadata, episode.outcome.labels):
+        nested = [v for v in fields.values() if type(v) is dict or type(v) is list]
+        if nested:
+            append(nested)
+    for message in episode.messages:
+        if message.metadata:
+            append(message.metadata)
+    for call in episode.tool_calls:
+        if call.args:
+            append(call.args)
+        result = call.result
+        if type(result) is dict or type(result) is list:
+            append(result)
+        if call.metadata:
+            append(call.metadata)
+    sim = episode.simulation
+    if sim is not None:
+        for fault in sim.faults:
+            append(fault.params)
+            append(fault.observed)
+        for change in sim.world_diff:
+            append(change.before)
+            append(change.after)
+            for value in change.fields.values():
+                append(value.old)
+                append(value.new)
+    if not values:
+        return False
+    return exceeds_depth(tuple(values), limit + 1)
 
 
 class _CollectorPause:
@@ -293,9 +378,16 @@ def iter_episodes(
     run = _Run(expand_paths(paths), format, sink, strict, progress, result or IngestResult())
     try:
         yield from run.episodes()
-    finally:
+    except StrictModeAbort:
         if own:
-            sink.close()
+            sink.close()  # a deliberate stop: the record that stopped it is worth seeing
+        raise
+    except BaseException:
+        if own:
+            sink.discard()  # an incomplete run (or one abandoned by its consumer)
+        raise
+    if own:
+        sink.close()
 
 
 def ingest(
@@ -310,7 +402,9 @@ def ingest(
 ) -> IngestResult:
     """Read everything, gather per-tool statistics, and report.
 
-    ``out`` writes the episodes as native JSONL as they stream past; ``keep`` collects them in
+    ``out`` writes the episodes as native JSONL as they stream past, under a temporary name that
+    replaces ``out`` once the run completes (a run that fails leaves ``out`` as it was); ``keep``
+    collects them in
     ``result.collected`` (memory then grows with the input); ``on_episode`` sees each one.
     """
     from simforge.trace.export import EpisodeWriter
@@ -332,9 +426,12 @@ def ingest(
                     result.collected.append(episode)
                 if on_episode is not None:
                     on_episode(episode)
-    finally:
+    except BaseException:
         if writer is not None:
-            writer.close()
+            writer.discard()  # the previous output stays; no partial file looks whole
+        raise
+    if writer is not None:
+        writer.close()
     return result
 
 

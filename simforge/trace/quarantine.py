@@ -3,15 +3,22 @@
 Each entry says where the record was (file, line, byte offset, index or pointer), why it was
 rejected, and the record's text. The text is cut to its head and tail when long: enough to find
 and fix the record, without copying a multi-megabyte document into the quarantine.
+
+The file is written under a temporary sibling name and renamed onto its name when the run
+completes (:meth:`Quarantine.close`); a run killed half way leaves the previous quarantine as
+it was. A completed run with nothing rejected leaves no file: a quarantine from an earlier run
+is removed, so what is there always describes the last run.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Final
+from typing import Final
 
+from simforge.atomic import AtomicFile
 from simforge.jsonio import dumps
 from simforge.trace.errors import Location
 
@@ -33,7 +40,7 @@ class Quarantine:
     def __init__(self, path: str | os.PathLike[str] | None) -> None:
         self.path = Path(path) if path is not None else None
         self.count = 0
-        self._file: IO[bytes] | None = None
+        self._file: AtomicFile | None = None
 
     def write(
         self,
@@ -48,8 +55,7 @@ class Quarantine:
         if self.path is None:
             return
         if self._file is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = self.path.open("wb")
+            self._file = AtomicFile(self.path)
         text, cut = truncate(raw)
         entry: dict[str, object] = dict(location.as_dict()) if location else {}
         if fmt:
@@ -63,8 +69,19 @@ class Quarantine:
         self._file.write(dumps(entry) + b"\n")
 
     def close(self) -> None:
+        """The run is complete: the entries replace any earlier quarantine file (and with no
+        entries, an earlier file is removed)."""
         if self._file is not None:
-            self._file.close()
+            self._file.commit()
+            self._file = None
+        elif self.path is not None:
+            with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+                self.path.unlink()
+
+    def discard(self) -> None:
+        """The run did not complete: drop the entries, leave any earlier file as it was."""
+        if self._file is not None:
+            self._file.discard()
             self._file = None
 
     def __enter__(self) -> Quarantine:
@@ -76,4 +93,7 @@ class Quarantine:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self.close()
+        if exc_type is None:
+            self.close()
+        else:
+            self.discard()

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any, ClassVar
 
-from simforge.trace.detect import Sample
+from simforge.trace.detect import SAMPLE_RECORDS, Sample, samples_of
 from simforge.trace.episode import Episode
 from simforge.trace.errors import FormatPluginError, Location
 from simforge.trace.reader import Document, Record
@@ -44,6 +44,16 @@ class FormatAdapter:
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
+    values_from_record: ClassVar[bool] = False
+    """Whether every free-form value of this adapter's episodes comes from its record's parsed
+    value, or from JSON strings in it parsed with ``formats._common.loads_text``: ingestion
+    then measures the record's depth (often known from its document already) instead of every
+    episode's values (twice the cost). The built-in trace formats say so; native validates raw
+    bytes, and a plugin is measured episode by episode."""
+    empty_episodes: ClassVar[bool] = True
+    """Whether an episode with no message and no tool call is a record worth keeping. The
+    built-in trace formats say no (``[]`` or ``{"messages": []}`` is garbage, not an episode);
+    native episodes round-trip as they are, and a plugin decides for its own format."""
 
     def sniff(self, sample: Sample) -> float:
         """Confidence in ``[0, 1]`` that the sampled file is in this format."""
@@ -52,7 +62,7 @@ class FormatAdapter:
     def records(self, doc: Document) -> Iterator[Record]:
         """The records of a file: lines of JSONL, items of an array, or the whole object."""
         if doc.layout == "jsonl":
-            return doc.lines()
+            return doc.lines(parse=self.values_from_record)
         if doc.layout == "array":
             return doc.items("item")
         return doc.items("")
@@ -151,8 +161,7 @@ def get_format(name: str) -> type[FormatAdapter]:
     return known[name]
 
 
-def detect_format(sample: Sample) -> str | None:
-    """The name of the adapter most confident about this sample, or ``None``."""
+def _best(sample: Sample) -> tuple[float, str] | None:
     best: tuple[float, str] | None = None
     for name, adapter in formats().items():
         try:
@@ -161,4 +170,32 @@ def detect_format(sample: Sample) -> str | None:
             score = 0.0
         if score > 0 and (best is None or score > best[0]):
             best = (score, name)
+    return best
+
+
+def detect_format(sample: Sample) -> str | None:
+    """The name of the adapter most confident about this sample, or ``None``."""
+    best = _best(sample)
     return best[1] if best else None
+
+
+def detect_document_format(doc: Document) -> str | None:
+    """The format of a file: the one its first recognisable records (up to ``SAMPLE_RECORDS``
+    of them) are recognised as with the most confidence in all (a bare chat message counts 0.5
+    for OpenAI, a whole record 0.9-1.0; a tie goes to more records, then to the first seen), or
+    ``None`` when no record is recognised."""
+    votes: dict[str, int] = {}
+    confidence: dict[str, float] = {}
+    for sample in samples_of(doc):
+        best = _best(sample)
+        if best is None:
+            continue
+        score, name = best
+        votes[name] = votes.get(name, 0) + 1
+        confidence[name] = confidence.get(name, 0.0) + score
+        cast = sum(votes.values())
+        if cast >= SAMPLE_RECORDS or (len(votes) == 1 and 2 * cast > SAMPLE_RECORDS):
+            break  # all of a majority agree: the records left could not change the outcome
+    if not votes:
+        return None
+    return max(votes, key=lambda name: (confidence[name], votes[name]))

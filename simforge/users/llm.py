@@ -29,14 +29,13 @@ invalid.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from simforge import atomic
 from simforge.chat import ChatClient, ChatConfig, ChatError, Completion
 from simforge.scenario.model import Task, UserSpec
 from simforge.users.base import Turn, UserError, UserReply
@@ -259,13 +258,4 @@ def _config(model: str | None) -> ChatConfig:
 
 
 def _write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    atomic.write_text(path, text)

@@ -161,7 +161,7 @@ def test_replaying_the_source_traces_against_their_synthesized_pack(shared_data,
     from simforge.synth.build import synthesize
 
     traces = shared_data / "tau2-bench/results/gpt-4.1_airline_default_gpt-4.1_1trials.json"
-    synthesize([traces], tmp_path / "pack")
+    synthesize([traces], tmp_path / "pack", keep_nongold=True)  # all 20, the failed ones too
     out = stress(str(tmp_path / "pack" / "scenario.yaml"), "--policy", f"replay:{traces}",
                  "--workers", "0", "--store", str(tmp_path / "runs.db"))
     assert out["episodes"] == 20

@@ -129,7 +129,9 @@ def test_gold_tasks_are_checkable_and_failed_sources_are_not_gold(tmp_path: Path
     out = tmp_path / "pack"
     synthesize([], out, episodes=helpdesk())
     tasks = yaml.safe_load((out / "scenario.yaml").read_text())["tasks"]
-    close, escalate, read, opened, failed = tasks
+    close, escalate, read, opened = tasks
+    # the failed episode is marked, and kept out of the training tasks
+    (failed,) = yaml.safe_load((out / "scenario-nongold.yaml").read_text())["tasks"]
     assert close["expected"]["state"] == {
         "Ticket": {"TK-101": {"status": "closed", "resolution": "fixed the printer"}}
     }
@@ -140,6 +142,10 @@ def test_gold_tasks_are_checkable_and_failed_sources_are_not_gold(tmp_path: Path
     assert failed["metadata"]["gold"] is False and failed["expected"] == {}
     gold = replay_gold(out)
     assert gold["passed"] == gold["tasks"] == 4, gold
+    kept = tmp_path / "kept"
+    synthesize([], kept, episodes=helpdesk(), keep_nongold=True)
+    assert len(yaml.safe_load((kept / "scenario.yaml").read_text())["tasks"]) == 5
+    assert not (kept / "scenario-nongold.yaml").exists()
 
 
 def test_required_outputs_are_distinctive_facts_backed_by_results() -> None:

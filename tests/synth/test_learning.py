@@ -156,3 +156,168 @@ def test_one_element_per_element_only_when_the_element_is_read():
     assert change == {
         "append": [{"p": ["old", "log"]}, [{"obj": {"what": {"p": ["args", "note"]}}}]]
     }
+
+
+def test_a_field_explained_on_most_calls_is_visible_to_later_fields():
+    """One call that breaks a field (a fare kept at its old price) must not hide it from a
+    field computed from it (the charge): the charge is learned as new fares less old fares,
+    not as the constant of one call (airline ``update_reservation_flights`` with all episodes
+    learned the payment as -2580)."""
+    from simforge.synth.effects import learn_fields
+
+    observations = []
+    for n in range(6):
+        old_fares = [{"f": "F1", "price": 90.0 + n}, {"f": "F2", "price": 150.0 + 3 * n}]
+        args = {"flights": [{"f": "F1", "price": 100.0 + 10 * n}, {"f": "F2", "price": 207.0}]}
+        fares = [{"f": e["f"], "price": e["price"]} for e in args["flights"]]
+        if n == 3:  # the exception: one flight keeps its old fare
+            fares[0] = dict(old_fares[0])
+        old = {"fares": old_fares, "paid": 0.0}
+        charge = sum(f["price"] for f in fares) - sum(f["price"] for f in old_fares)
+        new = {**old, "fares": fares, "paid": charge}
+        observations.append((new, {"args": args, "old": old, "ref": {}}))
+    changes = learn_fields(observations, ["fares", "paid"], base=lambda k: {"p": ["old", k]})
+    assert list(changes) == ["fares", "paid"]
+    assert "c" not in changes["paid"], changes["paid"]
+    assert "new" in repr(changes["paid"])
+    from simforge.synth.effects import apply_effects
+
+    for new, env in observations:
+        if new["fares"] == apply_effects(changes, env)["fares"]:
+            assert apply_effects(changes, env)["paid"] == new["paid"]
+
+
+def test_a_precondition_every_success_shares_refuses_with_a_sibling_tools_words(tmp_path):
+    """No call of ``cancel_order`` ever failed, but every successful one found its order
+    pending, where most orders are not: the pack refuses a cancel of a delivered order, in the
+    words of the sibling write that training did see refusing (its verb replaced by this
+    one's, spelled as the traces spell it), and both condition and text are in tools.json."""
+    import json
+
+    from simforge.synth.build import synthesize
+    from simforge.synth.loader import load_synth_pack
+
+    from .conftest import ORDERS, _cancelled, _order, episode
+
+    eps = []
+    for n in (1, 3, 5, 7, 9, 11):  # pending orders, cancelled without a hitch
+        oid = f"#W{n}"
+        eps.append(
+            episode(
+                n,
+                [
+                    ("get_order", {"order_id": oid}, _order(oid), None),
+                    ("cancel_order", {"order_id": oid, "reason": "x"}, _cancelled(oid, "x"), None),
+                ],
+            )
+        )
+    for n in (13, 15, 17):  # pending orders get a new reason; delivered ones are refused
+        oid = f"#W{n}"
+        changed = {**_order(oid), "reason": "gift"}
+        eps.append(
+            episode(n, [("modify_order", {"order_id": oid, "reason": "gift"}, changed, None)])
+        )
+    for n in (2, 4, 6):
+        oid = f"#W{n}"
+        text = "Error: Non-pending order cannot be modified"
+        eps.append(episode(n, [("modify_order", {"order_id": oid, "reason": "gift"}, text, text)]))
+    data = tmp_path / "data"
+    data.mkdir()
+    orders = {
+        **ORDERS,
+        **{
+            f"#W{n}": {**ORDERS["#W2"], "order_id": f"#W{n}", "status": "delivered"}
+            for n in range(21, 41)
+        },
+    }
+    (data / "orders.json").write_text(json.dumps(orders))
+    synthesize([], tmp_path / "pack", data=[data], episodes=eps)
+    tools = {
+        t["spec"]["name"]: t["handler"]
+        for t in json.loads((tmp_path / "pack/tools.json").read_text())
+    }
+    rule = next(r for r in tools["cancel_order"]["errors"] if r.get("source") == "successes")
+    assert rule["when"] == {"not_in": [["old", "status"], ["pending"]]}
+    assert rule["message"] == "Error: Non-pending order cannot be cancelled"
+    pack = load_synth_pack(tmp_path / "pack")
+    import random
+
+    from simforge.tools.context import ToolContext
+    from simforge.tools.errors import ToolError
+    from simforge.world.store import World
+
+    world = World(pack.schemas, pack.base())
+    ctx = ToolContext(world, 0.0, random.Random(0), tool="cancel_order", call_id="c")
+    try:
+        pack.catalog["cancel_order"].invoke(ctx, {"order_id": "#W22", "reason": "x"})
+    except ToolError as exc:
+        assert exc.message == "Error: Non-pending order cannot be cancelled"
+    else:
+        raise AssertionError("a delivered order was cancelled")
+    done = pack.catalog["cancel_order"].invoke(ctx, {"order_id": "#W19", "reason": "x"})
+    assert done["status"] == "cancelled"
+
+
+def test_a_balance_at_least_the_amount_charged_is_a_precondition():
+    """Every successful charge to a card with a balance was at most its balance: a charge
+    above it is refused; a card without a balance, and a refund, are not held to it."""
+    from simforge.synth.errors import ErrorObservation, holds
+    from simforge.synth.preconditions import Distributions, learn_preconditions
+
+    desc = {
+        "kind": "update",
+        "entity": "Booking",
+        "key": "booking_id",
+        "refs": {"payment_id": {"entity": "User", "sub": "cards"}},
+        "effects": {"payments": {"append": [{"p": ["old", "payments"]}, []]}},
+    }
+    envs = []
+    for n, (balance, charge) in enumerate([(100, 40), (55, 55), (None, 900), (20, -300)]):
+        card = {"id": f"card_{n}", "source": "gift" if balance is not None else "credit"}
+        if balance is not None:
+            card["amount"] = balance
+        old = {"booking_id": f"b{n}", "payments": []}
+        new = {**old, "payments": [{"payment_id": card["id"], "amount": charge}]}
+        envs.append(
+            {"args": {"booking_id": f"b{n}"}, "old": old, "new": new, "ref": {"payment_id": card}}
+        )
+    rules = learn_preconditions(desc, envs, envs, Distributions({}))
+    (rule,) = [r for r in rules if "lt" in r["when"]]
+    assert rule["when"] == {
+        "lt": [{"p": ["ref", "payment_id", "amount"]}, {"p": ["new", "payments", -1, "amount"]}]
+    }
+
+    def refused(balance, charge):
+        card = {"id": "c", "amount": balance} if balance is not None else {"id": "c"}
+        env = {"ref": {"payment_id": card}, "new": {"payments": [{"amount": charge}]}}
+        return holds(rule["when"], ErrorObservation(env, None))
+
+    assert refused(30, 31) and not refused(31, 31) and not refused(None, 5000)
+    assert not refused(10, -50)
+
+
+def test_the_payment_method_on_record_is_a_precondition():
+    """Every success paid with a method the order's own user holds: a method of nobody, or of
+    someone else, is refused."""
+    from simforge.synth.preconditions import Distributions, learn_preconditions
+
+    desc = {
+        "kind": "update",
+        "entity": "Order",
+        "key": "order_id",
+        "refs": {"payment_method_id": {"entity": "User", "sub": "payment_methods"}},
+        "effects": {},
+    }
+    envs = [
+        {
+            "args": {"order_id": f"o{n}", "payment_method_id": f"card_{n}"},
+            "old": {"order_id": f"o{n}", "user_id": f"u{n}"},
+            "ref": {"payment_method_id": {"id": f"card_{n}", "user_id": f"u{n}"}},
+        }
+        for n in range(4)
+    ]
+    whens = [r["when"] for r in learn_preconditions(desc, envs, envs, Distributions({}))]
+    assert {"missing_ref": "payment_method_id"} in whens
+    assert {
+        "ne": [{"p": ["ref", "payment_method_id", "user_id"]}, {"p": ["old", "user_id"]}]
+    } in whens

@@ -63,7 +63,11 @@ def test_a_retail_agent_is_given_the_traces_policy_and_user_and_an_eval_split(re
     held = set(holdout_ids(folder))
     evaluation = simforge.make(str(folder / "scenario.yaml"), split="eval")
     train = simforge.make(str(folder / "scenario.yaml"), split="train")
-    assert len(evaluation.tasks) == len(held) == 10 and len(train.tasks) == 30
+    # the 5 training episodes labelled failed are kept out of training (scenario-nongold.yaml)
+    assert len(evaluation.tasks) == len(held) == 10 and len(train.tasks) == 25
+    nongold = simforge.make(str(folder / "scenario-nongold.yaml"))
+    assert len(nongold.tasks) == 5
+    assert not any(t.metadata["gold"] for t in nongold.scenario.tasks)
     scenario = evaluation.scenario
     by_id = {t.id: t for t in scenario.tasks}
     assert {by_id[t].metadata["episode_id"] for t in evaluation.tasks} == held
@@ -156,3 +160,138 @@ def test_no_adversary_earns_more_than_the_floor_on_a_kept_synthesized_task(domai
         for name, make_adversary in ADVERSARIES.items():
             reward = run_episode(env, make_adversary(), seed=0, task=task).reward or 0.0
             assert reward <= floor + 1e-9, (task, name, reward)
+
+
+def _payment(folder: Path) -> dict:
+    import json
+
+    tools = {
+        t["spec"]["name"]: t["handler"] for t in json.loads((folder / "tools.json").read_text())
+    }
+    return tools["update_reservation_flights"]["effects"]["payment_history"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("split", [None, 0, 1, 2, 3, 4])
+def test_airline_payment_is_learned_as_the_fare_difference_on_every_split(tmp_path, split):
+    """With all episodes and on every split seed, the charge of a flight change is the fare
+    difference times the passengers (one training call keeping an old fare once hid the new
+    fares from it, and the payment was learned as the constant -2580)."""
+    shared = shared_data_dir()
+    if not shared.is_dir():
+        pytest.skip(f"real-world traces not present at {shared}")
+    holdout = 0.0 if split is None else 0.25
+    synthesize(
+        [shared / RESULTS["airline"]],
+        tmp_path / "pack",
+        data=[shared / "tau-bench/envs/airline/data"],
+        holdout=holdout,
+        seed=split or 0,
+    )
+    payment = repr(_payment(tmp_path / "pack"))
+    assert "'c': -" not in payment and "'new', 'flights'" in payment, payment
+
+
+# -- every split seed -------------------------------------------------------------------------
+
+SNAPSHOTS = {
+    "retail": "tau-bench/envs/retail/data",
+    "airline": "tau-bench/envs/airline/data",
+    "telecom": "tau2-bench/domains/telecom",
+    "telecom-no-user": "tau2-bench/domains/telecom",
+}
+TRACES = {
+    **RESULTS,
+    "telecom": "tau2-bench/results/gpt-4.1_telecom_default_gpt-4.1_1trials.json",
+    "telecom-no-user": "tau2-bench/results/gpt-4.1_telecom_no-user_gpt-4.1_1trials.json",
+}
+_SWEEPS: dict[str, list[dict]] = {}
+
+
+def _sweep(domain: str, tmp_path_factory) -> list[dict]:
+    """Five split seeds of one tau2 file, each measured on its held-out episodes (cached: the
+    tests below read the same sweep)."""
+    from simforge.synth.fidelity import sweep
+
+    shared = shared_data_dir()
+    if not shared.is_dir():
+        pytest.skip(f"real-world traces not present at {shared}")
+    if domain not in _SWEEPS:
+        out = tmp_path_factory.mktemp(f"sweep-{domain}")
+        _SWEEPS[domain] = sweep(
+            [shared / TRACES[domain]], out, data=[shared / SNAPSHOTS[domain]], seeds=range(5)
+        )
+    return _SWEEPS[domain]
+
+
+def _rate(bucket: dict) -> float:
+    return 1.0 if not bucket["calls"] else bucket["exact"] / bucket["calls"]
+
+
+def _meets(row: dict) -> bool:
+    reward = row["reward"]["rate"]
+    return (
+        _rate(row["reads"]) >= 0.98
+        and _rate(row["writes"]) >= 0.90
+        and _rate(row["errors"]) >= 0.80
+        and (reward is None or reward >= 0.90)
+    )
+
+
+@pytest.mark.slow
+def test_retail_meets_every_target_on_every_split_seed(tmp_path_factory):
+    rows = _sweep("retail", tmp_path_factory)
+    assert all(_meets(row) for row in rows), rows
+    assert all(row["reward"]["confusion"]["missed_success"] == 0 for row in rows)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("domain", ["airline", "telecom", "telecom-no-user"])
+def test_the_other_domains_hold_what_they_reached_on_every_seed(domain, tmp_path_factory):
+    """The figures of FIDELITY.md, as floors: what synthesis reaches on each seed, so that a
+    change that loses ground shows."""
+    floors = {
+        "airline": {"reads": 0.90, "writes": 0.40},
+        "telecom": {"reads": 0.80, "writes": 0.70},
+        "telecom-no-user": {"reads": 0.72, "writes": 0.75},
+    }[domain]
+    rows = _sweep(domain, tmp_path_factory)
+    for row in rows:
+        assert _rate(row["reads"]) >= floors["reads"], row
+        assert _rate(row["writes"]) >= floors["writes"], row
+        assert row["reward"]["confusion"]["false_success"] == 0, row
+    total = sum(r["reward"]["agree"] for r in rows), sum(r["reward"]["episodes"] for r in rows)
+    assert total[0] >= 0.5 * total[1], total
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="held-out episodes need what their training split never shows: tools never called "
+    "in training (update_reservation_passengers, send_certificate, search_onestop_flight), a "
+    "branch never taken (an unchanged flight kept at its old fare, a fee per extra bag), an "
+    "error never met (the payment check), a reservation changed since the snapshot; telecom "
+    "tasks are new combinations of a dozen device faults learned from 24 to 33 episodes "
+    "(see FIDELITY.md)",
+)
+@pytest.mark.parametrize("domain", ["airline", "telecom", "telecom-no-user"])
+def test_the_issue_targets_on_every_seed(domain, tmp_path_factory):
+    assert all(_meets(row) for row in _sweep(domain, tmp_path_factory))
+
+
+@pytest.mark.slow
+def test_another_agents_telecom_traffic_starts_from_its_declared_setup(tmp_path):
+    """The no-user agent ran the same telecom tasks: replayed against a pack learned from the
+    default file, each of its episodes starts from the setup its trace declares (the pack has
+    no task of it), and its rewards are scored in the tasks the other agent solved, failures
+    too (was: reads 0.63, writes 0.55, no reward measure)."""
+    shared = shared_data_dir()
+    if not shared.is_dir():
+        pytest.skip(f"real-world traces not present at {shared}")
+    out = tmp_path / "pack"
+    synthesize([shared / TRACES["telecom"]], out, data=[shared / SNAPSHOTS["telecom"]])
+    result = fidelity(out, [shared / TRACES["telecom-no-user"]])
+    assert result["reads"]["rate"] >= 0.85 and result["writes"]["rate"] >= 0.80, result
+    confusion = result["reward"]["confusion"]
+    assert confusion["correct_fail"] > 0 and confusion["hit"] > 0
+    assert result["reward"]["rate"] >= 0.6

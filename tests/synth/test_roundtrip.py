@@ -146,3 +146,5 @@ def test_cli_synth_and_fidelity_json(tmp_path, snapshot_dir):
     figures = json.loads(result.output)
     assert set(figures) >= {"reads", "writes", "errors", "by_tool"}
     assert figures["writes"] == {"calls": 8, "exact": 8, "rate": 1.0}
+    assert set(figures["reward"]) == {"episodes", "agree", "rate", "confusion"}
+    assert figures["reward"]["confusion"]["hit"] == figures["reward"]["agree"] > 0

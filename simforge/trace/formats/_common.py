@@ -17,6 +17,7 @@ import orjson
 from pydantic import ValidationError
 
 from simforge import jsonio
+from simforge.jsonio import MAX_DEPTH, DepthError, exceeds_depth
 from simforge.trace.episode import Episode
 from simforge.trace.errors import Location, TraceFormatError
 
@@ -28,6 +29,25 @@ _fromisoformat = datetime.fromisoformat
 def dumps(value: Any) -> str:
     """Compact JSON text of a value from a trace (integers beyond 64 bits included)."""
     return jsonio.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
+def loads_text(text: str) -> Any:
+    """A JSON string found inside a record, parsed: ``orjson.loads`` with the depth limit.
+
+    What it holds nests no deeper than ``MAX_DEPTH`` or raises :class:`DepthError` (the record
+    is then rejected). Measuring costs nothing for the usual short or flat texts: a text with
+    no more than ``MAX_DEPTH`` opening brackets cannot nest deeper."""
+    value = orjson.loads(text)
+    if len(text) > MAX_DEPTH:
+        _check_text(text, value)
+    return value
+
+
+def _check_text(text: str, value: Any) -> None:
+    if ((type(value) is dict or type(value) is list)
+            and text.count("[") + text.count("{") > MAX_DEPTH
+            and exceeds_depth(value, MAX_DEPTH)):
+        raise DepthError(MAX_DEPTH)
 
 
 def parse_args(value: Any) -> tuple[dict[str, Any] | None, str | None, str | None]:
@@ -47,6 +67,8 @@ def parse_args(value: Any) -> tuple[dict[str, Any] | None, str | None, str | Non
             parsed = orjson.loads(value)
         except orjson.JSONDecodeError:
             return None, value, "arguments are not valid JSON"
+        if len(value) > MAX_DEPTH:
+            _check_text(value, parsed)
         if isinstance(parsed, dict):
             return parsed, value, None
         return None, value, "arguments are not a JSON object"
@@ -60,9 +82,12 @@ def parse_result(value: Any) -> tuple[Any, str | None]:
         head = value.lstrip()[:1]
         if head in ("{", "["):
             try:
-                return orjson.loads(value), value
+                parsed = orjson.loads(value)
             except orjson.JSONDecodeError:
                 return value, value
+            if len(value) > MAX_DEPTH:
+                _check_text(value, parsed)
+            return parsed, value
         return value, value
     return value, None
 

@@ -195,12 +195,16 @@ class Conversation:
             return
         tool_calls = get("tool_calls")
         legacy = get("function_call")
-        if tool_calls or legacy:
+        if tool_calls is not None and type(tool_calls) is not list:
+            # a falsy non-array ("", 0, false, {}) once read as "no calls", leaving the
+            # results that answer them orphaned
+            raise TraceFormatError(location, f"tool_calls is not an array: {tool_calls!r:.40}")
+        if legacy is not None and not isinstance(legacy, dict):
+            raise TraceFormatError(location, f"function_call is not an object: {legacy!r:.40}")
+        if tool_calls or legacy is not None:
             index = len(self.messages)
             ids: list[str] = []
             if tool_calls:
-                if not isinstance(tool_calls, list):
-                    raise TraceFormatError(location, "tool_calls is not an array")
                 for tc in tool_calls:
                     if not isinstance(tc, dict):
                         raise TraceFormatError(location, "a tool call is not an object")

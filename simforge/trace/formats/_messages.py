@@ -40,8 +40,10 @@ def _from_fields(role: str, fields: Json) -> Json:
     message: Json = {"role": role, "content": fields.get("content")}
     calls = fields.get("tool_calls")
     if not calls and isinstance(fields.get("additional_kwargs"), dict):
-        calls = fields["additional_kwargs"].get("tool_calls")
-    if isinstance(calls, list) and calls:
+        calls = fields["additional_kwargs"].get("tool_calls") or calls
+    if calls is not None and not isinstance(calls, list):
+        message["tool_calls"] = calls  # not an array: the conversation rejects the record
+    elif calls:
         message["tool_calls"] = [
             c if "function" in c else
             {"id": c.get("id"), "function": {"name": c.get("name"), "arguments": c.get("args")}}

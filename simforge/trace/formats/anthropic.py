@@ -28,6 +28,8 @@ _MESSAGE_KEYS = frozenset({"role", "content"})
 class AnthropicFormat(FormatAdapter):
     name = "anthropic"
     description = "Anthropic Messages (tool_use / tool_result blocks)"
+    empty_episodes = False
+    values_from_record = True
 
     def sniff(self, sample: Sample) -> float:
         messages = message_list(sample.value)

@@ -38,6 +38,8 @@ def _is_observation(value: Any) -> bool:
 class LangfuseFormat(GroupingAdapter):
     name = "langfuse"
     description = "Langfuse observations (TOOL / GENERATION, level ERROR)"
+    empty_episodes = False
+    values_from_record = True
 
     def sniff(self, sample: Sample) -> float:
         value = sample.value

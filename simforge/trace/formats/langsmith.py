@@ -3,7 +3,9 @@
 Runs are grouped into episodes by ``trace_id`` (else the root run id at the head of
 ``dotted_order``, else the parent). ``tool`` runs are the calls, with ``start_time`` /
 ``end_time`` and ``error``; the ``llm`` run with the longest input gives the dialogue; the root
-run gives the task (its input) and the outcome (its error, any feedback).
+run gives the task (its input) and the outcome (its error, any feedback). Tools an ``llm`` run
+declares (``extra.invocation_params.tools`` or ``functions``, or ``inputs.tools``) are kept as
+``metadata["tool_definitions"]``.
 """
 
 from __future__ import annotations
@@ -14,7 +16,14 @@ from typing import Any
 from simforge.trace.detect import Sample
 from simforge.trace.episode import Episode
 from simforge.trace.errors import Location, TraceFormatError
-from simforge.trace.formats._common import Json, record_label, text_of, to_epoch, validate_episode
+from simforge.trace.formats._common import (
+    Json,
+    as_dict,
+    record_label,
+    text_of,
+    to_epoch,
+    validate_episode,
+)
 from simforge.trace.formats._grouped import (
     GroupingAdapter,
     ObservedCall,
@@ -22,6 +31,7 @@ from simforge.trace.formats._grouped import (
     longest_history,
 )
 from simforge.trace.formats._messages import messages_in, tool_input, tool_output
+from simforge.trace.formats.openai import tool_definitions
 from simforge.trace.reader import Document, Record
 from simforge.trace.registry import register_format
 
@@ -41,6 +51,8 @@ def _trace_key(run: Json) -> str:
 class LangSmithFormat(GroupingAdapter):
     name = "langsmith"
     description = "LangSmith run exports (run_type, inputs, outputs, dotted_order)"
+    empty_episodes = False
+    values_from_record = True
 
     def sniff(self, sample: Sample) -> float:
         value = sample.value
@@ -80,6 +92,7 @@ class LangSmithFormat(GroupingAdapter):
         runs = sorted(items, key=lambda r: (r["order"], r["start"] or 0.0))
         observed: list[ObservedCall] = []
         histories: list[list[Json]] = []
+        declared: list[Json] | None = None
         for run in runs:
             if run["run_type"] == "tool":
                 result, call_id = tool_output(run["outputs"])
@@ -93,12 +106,18 @@ class LangSmithFormat(GroupingAdapter):
             elif run["run_type"] == "llm":
                 history = messages_in(run["inputs"]) + messages_in(run["outputs"])
                 histories.append(history)
+                declared = declared or _declared(run)
         conv = build_conversation(longest_history(histories), observed, location)
         root = next((r for r in runs if not r["parent"]), runs[0])
         turns = conv.user_turns()
         instruction = _root_input(root["inputs"]) or (turns[0] if turns else None)
         feedback = root["extra"].get("feedback_stats")
         labels: Json = {"feedback_stats": feedback} if feedback else {}
+        metadata: Json = {"root_run": root["name"], "runs": len(runs),
+                          "started_at": root["start"], "ended_at": root["end"],
+                          **{k: v for k, v in root["extra"].items() if k != "feedback_stats"}}
+        if declared:
+            metadata["tool_definitions"] = declared
         if root["error"]:
             labels["error"] = root["error"]
         data = {
@@ -109,11 +128,22 @@ class LangSmithFormat(GroupingAdapter):
             "messages": conv.messages,
             "tool_calls": conv.calls,
             "outcome": {"success": False if root["error"] else None, "labels": labels},
-            "metadata": {"root_run": root["name"], "runs": len(runs),
-                         "started_at": root["start"], "ended_at": root["end"],
-                         **{k: v for k, v in root["extra"].items() if k != "feedback_stats"}},
+            "metadata": metadata,
         }
         return validate_episode(data, location)
+
+
+def _declared(run: Json) -> list[Json] | None:
+    """The tools an llm run was offered: LangChain's ``extra.invocation_params`` (``tools``,
+    ``functions``) or the run's ``inputs.tools``."""
+    extra = as_dict(as_dict(run["extra"]).get("extra"))
+    params = as_dict(extra.get("invocation_params"))
+    inputs = as_dict(run["inputs"])
+    for value in (params.get("tools"), params.get("functions"), inputs.get("tools")):
+        found = tool_definitions(value)
+        if found:
+            return found
+    return None
 
 
 def _root_input(inputs: Any) -> str | None:

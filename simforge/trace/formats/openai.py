@@ -3,7 +3,9 @@ and the legacy ``function_call`` answered by ``role: "function"``.
 
 Accepted shapes: a JSON array of messages (one conversation), JSONL or an array of
 conversations, where a conversation is a list of messages or an object with ``messages`` (a
-request log: ``choices`` or ``response.choices`` is appended as the assistant's reply).
+request log: ``choices`` or ``response.choices`` is appended as the assistant's reply). A request
+log's declared ``tools`` (or legacy ``functions``) are also kept, normalised, as
+``metadata["tool_definitions"]`` (see :func:`tool_definitions`), called or not.
 """
 
 from __future__ import annotations
@@ -11,7 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from simforge.trace.detect import Sample
+import orjson
+
+from simforge.trace.detect import SAMPLE_SCAN, Sample
 from simforge.trace.episode import Episode
 from simforge.trace.errors import Location, TraceFormatError
 from simforge.trace.formats._common import Json, to_epoch, validate_episode
@@ -43,12 +47,21 @@ def block_types(messages: list[Any]) -> set[str]:
     return types
 
 
+def is_message_array(doc: Document) -> bool:
+    """Whether an array document is one conversation: most of its first readable items are
+    chat messages (one stray message-like item among conversations does not make it one)."""
+    if doc.layout != "array":
+        return False
+    items = doc.sample_items(SAMPLE_SCAN)
+    return 2 * sum(is_message(item) for item in items) > len(items)
+
+
 def conversation_records(doc: Document) -> Iterator[Record]:
     """Records of a conversation file: an array of messages is one conversation."""
-    if doc.layout == "array" and is_message(doc.first_item_skeleton()):
+    if is_message_array(doc):
         whole = doc.loaded()
         if whole is not None:
-            yield Record(Location(doc.path), value=whole)
+            yield Record(Location(doc.path), value=whole, checked=doc.shallow)
             return
         messages: list[Any] = []
         for record in doc.items("item"):
@@ -59,7 +72,7 @@ def conversation_records(doc: Document) -> Iterator[Record]:
         yield Record(Location(doc.path), value=messages)
         return
     if doc.layout == "jsonl":
-        yield from doc.lines()
+        yield from doc.lines(parse=True)
     elif doc.layout == "array":
         yield from doc.items("item")
     else:
@@ -70,6 +83,8 @@ def conversation_records(doc: Document) -> Iterator[Record]:
 class OpenAIFormat(FormatAdapter):
     name = "openai"
     description = "OpenAI Chat Completions messages (tool_calls / function_call)"
+    empty_episodes = False
+    values_from_record = True
 
     def sniff(self, sample: Sample) -> float:
         messages = message_list(sample.value)
@@ -111,9 +126,50 @@ class OpenAIFormat(FormatAdapter):
                 conv.add_openai(message, location, stamp)
             except TraceFormatError as exc:
                 raise TraceFormatError(location.child(f".messages[{i}]"), exc.reason) from None
+        declared = tool_definitions(meta.get("tools", meta.get("functions")))
+        if declared:
+            meta["tool_definitions"] = declared
         data = conversation_episode(conv, self.name, location, episode_id=episode_id,
                                     metadata=meta, built=True)
         return (validate_episode(data, location),)
+
+
+def tool_definitions(value: Any) -> list[Json] | None:
+    """Declared tools as ``[{"name", "description", "parameters"}]`` (``parameters``: a JSON
+    schema), from the shapes traces carry them in: OpenAI ``tools``
+    (``{"type": "function", "function": {...}}``) and legacy ``functions``, flat
+    ``{"name", "description", "parameters"}`` (OTLP ``gen_ai.tool.definitions``), Anthropic's
+    ``input_schema``, or a dict keyed by tool name. ``None`` when nothing is declared."""
+    if isinstance(value, str):
+        try:
+            value = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return None
+    if isinstance(value, dict):
+        value = [
+            {"name": name, **spec} if isinstance(spec, dict) and "name" not in spec else spec
+            for name, spec in value.items()
+        ]
+    if not isinstance(value, list):
+        return None
+    out: list[Json] = []
+    for item in value:
+        if not isinstance(item, dict):
+            continue
+        inner = item.get("function")
+        spec: Json = inner if isinstance(inner, dict) else item
+        name = spec.get("name")
+        if not isinstance(name, str) or not name:
+            continue
+        entry: Json = {"name": name}
+        description = spec.get("description")
+        if isinstance(description, str):
+            entry["description"] = description
+        parameters = spec.get("parameters", spec.get("input_schema", spec.get("inputSchema")))
+        if isinstance(parameters, dict):
+            entry["parameters"] = parameters
+        out.append(entry)
+    return out or None
 
 
 def _reply(record: Json) -> Any:

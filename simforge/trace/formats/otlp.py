@@ -14,6 +14,8 @@ spans are grouped by ``traceId`` into episodes. What is read:
   ``text``, ``tool_call``, ``tool_call_response`` with ``response`` or ``result``), the legacy
   span events ``gen_ai.{system,user,assistant,tool}.message`` and ``gen_ai.choice``, and
   OpenInference ``llm.input_messages.N.message.*`` / ``llm.output_messages.N.message.*``.
+* the declared tools: ``gen_ai.tool.definitions`` on an inference span, as
+  ``metadata["tool_definitions"]``;
 * the outcome: a ``gen_ai.evaluation.result`` span event (``gen_ai.evaluation.score.value`` as
   the reward, ``gen_ai.evaluation.score.label`` ``pass``/``fail`` as success), else an error
   status on the root span as a failed run.
@@ -30,13 +32,20 @@ import orjson
 from simforge.trace.detect import Sample
 from simforge.trace.episode import Episode
 from simforge.trace.errors import Location, TraceFormatError
-from simforge.trace.formats._common import Json, as_dict, record_label, validate_episode
+from simforge.trace.formats._common import (
+    Json,
+    as_dict,
+    loads_text,
+    record_label,
+    validate_episode,
+)
 from simforge.trace.formats._grouped import (
     GroupingAdapter,
     ObservedCall,
     build_conversation,
     longest_history,
 )
+from simforge.trace.formats.openai import tool_definitions
 from simforge.trace.formats.otlp_values import (
     legacy_event_message,
     openinference_messages,
@@ -126,6 +135,8 @@ def _spans_of_resource(group: Any, location: Location) -> Iterator[Record]:
 class OTLPFormat(GroupingAdapter):
     name = "otlp"
     description = "OTLP JSON traces (OpenTelemetry GenAI conventions, OpenInference)"
+    empty_episodes = False
+    values_from_record = True
 
     def sniff(self, sample: Sample) -> float:
         value = sample.value
@@ -137,7 +148,7 @@ class OTLPFormat(GroupingAdapter):
         return 0.0
 
     def records(self, doc: Document) -> Iterator[Record]:
-        source = doc.lines() if doc.layout == "jsonl" else (
+        source = doc.lines(parse=True) if doc.layout == "jsonl" else (
             doc.items("item") if doc.layout == "array" else doc.items("resourceSpans.item"))
         for record in source:
             if record.error is not None:
@@ -148,10 +159,11 @@ class OTLPFormat(GroupingAdapter):
             except TraceFormatError:
                 yield record
                 continue
-            if doc.layout == "object":
-                yield from _spans_of_resource(value, record.location)
-            else:
-                yield from _spans_of(value, record.location)
+            spans = (_spans_of_resource(value, record.location) if doc.layout == "object"
+                     else _spans_of(value, record.location))
+            for span in spans:
+                span.checked = record.checked
+                yield span
 
     def decode(self, record: Record) -> Any:
         return record.value
@@ -220,6 +232,11 @@ class OTLPFormat(GroupingAdapter):
             value = next((s["attrs"][attr] for s in spans if attr in s["attrs"]), None)
             if value is not None:
                 metadata[attr] = value
+        declared = next((found for s in spans if "gen_ai.tool.definitions" in s["attrs"]
+                         if (found := tool_definitions(s["attrs"]["gen_ai.tool.definitions"]))),
+                        None)
+        if declared:
+            metadata["tool_definitions"] = declared
         data = {
             "id": key,
             "source": {"format": self.name, "path": location.path,
@@ -277,7 +294,7 @@ def _outcome(spans: list[Json], root: Json) -> Json:
 def _json(value: Any) -> Any:
     if isinstance(value, str):
         try:
-            return orjson.loads(value)
+            return loads_text(value)
         except orjson.JSONDecodeError:
             return None
     return value

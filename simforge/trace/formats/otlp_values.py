@@ -72,8 +72,10 @@ def legacy_event_message(name: Any, at: float | None, attrs: Json) -> Json | Non
     if isinstance(body, str):
         import orjson
 
+        from simforge.trace.formats._common import loads_text
+
         try:
-            body = orjson.loads(body)
+            body = loads_text(body)
         except orjson.JSONDecodeError:
             body = {"content": body}
     if not isinstance(body, dict):
@@ -84,8 +86,8 @@ def legacy_event_message(name: Any, at: float | None, attrs: Json) -> Json | Non
     if role == "tool":
         message["role"] = "tool"
         message["tool_call_id"] = body.get("id")
-    if body.get("tool_calls"):
-        message["tool_calls"] = body["tool_calls"]
+    if body.get("tool_calls") is not None:
+        message["tool_calls"] = body["tool_calls"]  # a non-array is the record's error
     if at is not None:
         message["timestamp"] = at
     return message

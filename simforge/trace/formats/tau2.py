@@ -5,8 +5,10 @@ episode carries its task's instruction, then streams ``simulations`` one by one.
 records and simforge keeps: wall-clock timestamps of every message (ISO strings, naive, taken as
 UTC), the requestor of every call (the simulated user calls tools in telecom), the ``error``
 flag of tool messages, parallel calls (several calls in one message share ``message_index``),
-``reward_info`` (the outcome), ``termination_reason`` (metadata and a label) and the agent
-policy of the domain (``info.environment_info.policy``, as ``metadata["policy"]``). Of ``raw_data``,
+``reward_info`` (the outcome), ``termination_reason`` (metadata and a label), the agent
+policy of the domain (``info.environment_info.policy``, as ``metadata["policy"]``) and the
+domain's declared tools (``info.environment_info.tool_defs``, when the file has them, as
+``metadata["tool_definitions"]``). Of ``raw_data``,
 the provider's verbatim response, only ``finish_reason`` is kept: the rest repeats the message.
 """
 
@@ -28,6 +30,7 @@ from simforge.trace.formats._common import (
     validate_episode,
 )
 from simforge.trace.formats._conversation import REQUESTORS, Conversation, role_of
+from simforge.trace.formats.openai import tool_definitions
 from simforge.trace.reader import Document, Record
 from simforge.trace.registry import FormatAdapter, register_format
 
@@ -53,11 +56,14 @@ def _instruction(task: Json) -> str | None:
 class Tau2Format(FormatAdapter):
     name = "tau2"
     description = "tau2-bench results files ({info, tasks, simulations})"
+    empty_episodes = False
+    values_from_record = True
 
     def __init__(self) -> None:
         self.tasks: dict[str, Json] = {}
         self.domain: str | None = None
         self.policy: str | None = None
+        self.tools: list[Json] | None = None
 
     def sniff(self, sample: Sample) -> float:
         value = sample.value
@@ -70,7 +76,7 @@ class Tau2Format(FormatAdapter):
 
     def records(self, doc: Document) -> Iterator[Record]:
         if doc.layout == "jsonl":
-            return doc.lines()
+            return doc.lines(parse=True)
         if doc.layout == "array":
             return doc.items("item")
         head = doc.skeleton()
@@ -85,6 +91,7 @@ class Tau2Format(FormatAdapter):
             self.domain = env.get("domain_name")
             policy = env.get("policy")
             self.policy = policy if isinstance(policy, str) and policy.strip() else None
+            self.tools = tool_definitions(env.get("tool_defs"))
         return doc.items("simulations.item")
 
     def parse(self, record: Any, location: Location) -> Iterable[Episode]:
@@ -110,6 +117,8 @@ class Tau2Format(FormatAdapter):
             metadata["domain"] = self.domain
         if self.policy is not None:
             metadata["policy"] = self.policy  # one string shared by every episode of the file
+        if self.tools is not None:
+            metadata["tool_definitions"] = self.tools
         labels = dict(reward_info)
         labels.pop("reward", None)
         if termination is not None:
@@ -164,9 +173,10 @@ class Tau2Format(FormatAdapter):
                 meta["requestor"] = raw["requestor"]
         else:
             tool_calls = get("tool_calls")
+            if tool_calls is not None and type(tool_calls) is not list:
+                raise TraceFormatError(location,
+                                       f"tool_calls is not an array: {tool_calls!r:.40}")
             if tool_calls:
-                if not isinstance(tool_calls, list):
-                    raise TraceFormatError(location, "tool_calls is not an array")
                 index = len(conv.messages)
                 ids = []
                 for tc in tool_calls:

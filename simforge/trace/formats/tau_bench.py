@@ -28,6 +28,8 @@ from simforge.trace.registry import FormatAdapter, register_format
 class TauBenchFormat(FormatAdapter):
     name = "tau_bench"
     description = "tau-bench trajectories ({task_id, trial, reward, info, traj})"
+    empty_episodes = False
+    values_from_record = True
 
     def sniff(self, sample: Sample) -> float:
         value = sample.value

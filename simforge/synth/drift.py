@@ -1,0 +1,217 @@
+"""Schema drift between trace generations: renamed fields, and null versus absent.
+
+A pack answers in the schema of the traces it was learned from. Traces recorded against an older
+(or newer) version of the same systems name some fields differently (``province`` for
+``state``), leave out fields that are null (``"status": null`` absent), or never had a field at
+all (a user's own ``user_id``). Replaying such traces against the pack compares answers that
+agree on every fact and differ in shape.
+
+:func:`learn_drift` compares the shapes of two generations per tool, never their answers to the
+same call: the pack's generation from its recorded responses (``replay.json.gz``, what
+training saw), the other from the results the other traces recorded. Per path of keys (list
+elements and keyed collections collapsed), it finds
+
+- ``absent``: a key the pack's generation always shows and the other never does;
+- ``absent_if_null``: a key the other generation shows only with a value, and leaves out
+  when the pack's would say null;
+- ``renames``: a key of one generation and a key of the other under the same parent, each
+  missing from the other generation, whose values overlap (``state`` and ``province`` both
+  hold ``TX``, ``CA``...), one to one.
+
+Evidence is required on both sides (``MIN_SEEN`` parents), so that traces of the same
+generation learn nothing. :meth:`Drift.adapt` rewrites an answer of the pack into the other
+generation's shape; ``simforge fidelity`` applies it and reports what it learned.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from simforge.synth.schemas import is_id_like
+
+Path = tuple[str, ...]
+
+MIN_SEEN = 3
+KEYED = 50
+OVERLAP = 0.3
+
+
+@dataclass
+class Shape:
+    parents: Counter[Path] = field(default_factory=Counter)
+    present: Counter[tuple[Path, str]] = field(default_factory=Counter)
+    nulls: Counter[tuple[Path, str]] = field(default_factory=Counter)
+    values: dict[tuple[Path, str], set[str]] = field(default_factory=dict)
+
+    def add(self, value: Any, path: Path = (), depth: int = 0) -> None:
+        if depth > 6:
+            return
+        if isinstance(value, list):
+            for item in value[:100]:
+                self.add(item, (*path, "*"), depth + 1)
+            return
+        if not isinstance(value, dict):
+            return
+        if _keyed(value):
+            for item in list(value.values())[:100]:
+                self.add(item, (*path, "*"), depth + 1)
+            return
+        self.parents[path] += 1
+        for key, item in value.items():
+            self.present[(path, key)] += 1
+            if item is None:
+                self.nulls[(path, key)] += 1
+            elif isinstance(item, str | int | float | bool):
+                seen = self.values.setdefault((path, key), set())
+                if len(seen) < 300:
+                    seen.add(repr(item))
+            self.add(item, (*path, key), depth + 1)
+
+    def keys(self, path: Path) -> set[str]:
+        return {k for (p, k) in self.present if p == path}
+
+
+def _keyed(value: dict[str, Any]) -> bool:
+    """A collection keyed by id (a user's payment methods), not a record."""
+    return bool(value) and (
+        (len(value) > KEYED and all(isinstance(v, dict) for v in value.values()))
+        or all(is_id_like(k) and isinstance(v, dict) for k, v in value.items())
+    )
+
+
+@dataclass
+class Drift:
+    """Per tool and path: ``renames`` (pack key -> theirs), ``absent``, ``absent_if_null``."""
+
+    tools: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.tools)
+
+    def to_json(self) -> dict[str, Any]:
+        return self.tools
+
+    def adapt(self, tool: str, value: Any) -> Any:
+        rules = self.tools.get(tool)
+        return _adapt(value, (), rules) if rules else value
+
+
+def _adapt(value: Any, path: Path, rules: dict[str, dict[str, Any]]) -> Any:
+    if isinstance(value, list):
+        return [_adapt(v, (*path, "*"), rules) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if _keyed(value):
+        return {k: _adapt(v, (*path, "*"), rules) for k, v in value.items()}
+    rule = rules.get("/".join(path), {})
+    renames = rule.get("renames", {})
+    absent = set(rule.get("absent", ()))
+    if_null = set(rule.get("absent_if_null", ()))
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        if key in absent or (key in if_null and item is None):
+            continue
+        out[renames.get(key, key)] = _adapt(item, (*path, key), rules)
+    return out
+
+
+def learn_drift(
+    ours: Mapping[str, Iterable[Any]],
+    theirs: Mapping[str, Iterable[Any]],
+    entities: Mapping[str, str] | None = None,
+) -> Drift:
+    """The drift from the pack's generation (``ours``: tool -> results) to another's;
+    ``entities`` (tool -> the entity its handler returns): what one tool shows of an entity
+    holds for another returning it where that one's own results are too few to tell, and do
+    not contradict it (a cancel that shows ``status`` keeps it)."""
+    drift = Drift()
+    seen: dict[str, tuple[Shape, Shape]] = {}
+    for tool, results in theirs.items():
+        if tool not in ours:
+            continue
+        a, b = Shape(), Shape()
+        for value in ours[tool]:
+            a.add(value)
+        for value in results:
+            b.add(value)
+        seen[tool] = (a, b)
+        rules: dict[str, dict[str, Any]] = {}
+        for where, count in b.parents.items():
+            if count < MIN_SEEN or a.parents.get(where, 0) < MIN_SEEN:
+                continue
+            rule = _compare(a, b, where)
+            if rule:
+                rules["/".join(where)] = rule
+        if rules:
+            drift.tools[tool] = rules
+    shared: dict[str, dict[str, dict[str, Any]]] = {}
+    for tool, found in drift.tools.items():
+        entity = (entities or {}).get(tool)
+        if entity:
+            for name, rule in found.items():
+                shared.setdefault(entity, {}).setdefault(name, rule)
+    for tool, (a, b) in seen.items():
+        entity = (entities or {}).get(tool)
+        for name, rule in shared.get(entity or "", {}).items():
+            key: Path = tuple(name.split("/")) if name else ()
+            compared = b.parents.get(key, 0) >= MIN_SEEN and a.parents.get(key, 0) >= MIN_SEEN
+            if compared or name in drift.tools.get(tool, {}):
+                continue  # its own results had their say
+            inherited = _consistent(rule, b, key)
+            if inherited:
+                drift.tools.setdefault(tool, {})[name] = inherited
+    return drift
+
+
+def _consistent(rule: dict[str, Any], b: Shape, path: Path) -> dict[str, Any]:
+    """The part of another tool's rule that this tool's few results do not contradict."""
+    out: dict[str, Any] = {}
+    renames = {k: v for k, v in rule.get("renames", {}).items() if not b.present[(path, k)]}
+    absent = [k for k in rule.get("absent", ()) if not b.present[(path, k)]]
+    if_null = [k for k in rule.get("absent_if_null", ()) if not b.nulls[(path, k)]]
+    if renames:
+        out["renames"] = renames
+    if absent:
+        out["absent"] = absent
+    if if_null:
+        out["absent_if_null"] = if_null
+    return out
+
+
+def _compare(a: Shape, b: Shape, path: Path) -> dict[str, Any]:
+    ka, kb = a.keys(path), b.keys(path)
+    only_a = sorted(ka - kb)
+    only_b = sorted(kb - ka)
+    renames: dict[str, str] = {}
+    for key in only_a:
+        values = a.values.get((path, key), set())
+        matches = [
+            other
+            for other in only_b
+            if other not in renames.values() and _overlap(values, b.values.get((path, other)))
+        ]
+        if len(matches) == 1:
+            renames[key] = matches[0]
+    absent = [k for k in only_a if k not in renames and a.present[(path, k)] == a.parents[path]]
+    if_null = [
+        k
+        for k in sorted(ka & kb)
+        if a.nulls[(path, k)] and not b.nulls[(path, k)] and b.present[(path, k)] < b.parents[path]
+    ]
+    rule: dict[str, Any] = {}
+    if renames:
+        rule["renames"] = renames
+    if absent:
+        rule["absent"] = absent
+    if if_null:
+        rule["absent_if_null"] = if_null
+    return rule
+
+
+def _overlap(x: set[str], y: set[str] | None) -> bool:
+    if not x or not y:
+        return False
+    return len(x & y) / min(len(x), len(y)) >= OVERLAP

@@ -1,0 +1,94 @@
+"""Schema drift between trace generations: renamed fields, null versus absent, fields one
+generation never had."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from simforge.synth.drift import learn_drift
+
+from ..conftest import shared_data_dir
+
+
+def _user(n: int, *, old: bool) -> dict:
+    address = {"city": "Austin", ("province" if old else "state"): ["TX", "CA", "NY"][n % 3]}
+    record = {"name": f"u{n}", "address": address, "status": None if n % 2 else "gold"}
+    if old:
+        record.pop("status") if record["status"] is None else None
+    else:
+        record["user_id"] = f"user_{n}"
+    return record
+
+
+def test_renames_null_versus_absent_and_fields_the_other_generation_never_had():
+    ours = {"get_user": [_user(n, old=False) for n in range(8)]}
+    theirs = {"get_user": [_user(n, old=True) for n in range(8, 14)]}
+    drift = learn_drift(ours, theirs)
+    assert drift.tools["get_user"] == {
+        "": {"absent": ["user_id"], "absent_if_null": ["status"]},
+        "address": {"renames": {"state": "province"}},
+    }
+    answer = {**_user(3, old=False)}
+    assert drift.adapt("get_user", answer) == _user(3, old=True)
+    # traces of the pack's own generation learn nothing
+    assert not learn_drift(ours, {"get_user": [_user(n, old=False) for n in range(20, 26)]})
+
+
+def test_a_write_seen_too_rarely_takes_what_the_reads_of_its_entity_showed():
+    ours = {
+        "get_user": [_user(n, old=False) for n in range(8)],
+        "set_name": [_user(n, old=False) for n in range(8)],
+    }
+    theirs = {"get_user": [_user(n, old=True) for n in range(8)], "set_name": [_user(9, old=True)]}
+    drift = learn_drift(ours, theirs, {"get_user": "User", "set_name": "User"})
+    assert drift.tools["set_name"][""]["absent"] == ["user_id"]
+
+
+@pytest.mark.slow
+def test_a_tau2_airline_pack_answers_the_older_tau_bench_trajectories(tmp_path):
+    """The tau-bench gpt-4o trajectories were recorded against an older schema (``province``
+    for ``state``, absent for null); a pack learned from the tau2 traces and the current
+    snapshot answers them once the drift is learned (figures in FIDELITY.md)."""
+    from simforge.synth.build import synthesize
+    from simforge.synth.fidelity import fidelity
+
+    shared = shared_data_dir()
+    if not shared.is_dir():
+        pytest.skip(f"real-world traces not present at {shared}")
+    traces = shared / "tau2-bench/results/gpt-4.1_airline_default_gpt-4.1_1trials.json"
+    older = shared / "tau-bench/historical_trajectories/gpt-4o-airline.json"
+    out = Path(tmp_path) / "pack"
+    synthesize([traces], out, data=[shared / "tau-bench/envs/airline/data"])
+    plain = fidelity(out, [older], drift=False)
+    result = fidelity(out, [older])
+    assert result["drift"]["get_user_details"]["address"] == {"renames": {"state": "province"}}
+    assert plain["reads"]["rate"] < 0.2
+    by_tool = result["by_tool"]
+    assert by_tool["get_user_details"]["reads"]["rate"] == 1.0
+    # one reservation the tau2 traces show changed since the older trajectories: 376 of 377
+    assert by_tool["get_reservation_details"]["reads"]["rate"] >= 0.99
+    assert result["reads"]["rate"] >= 0.84 and result["writes"]["rate"] >= 0.62
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="the older trajectories call think 92 times, a tool the tau2 traces neither call nor "
+    "declare (reads over the tools the pack has are 730/774 = 0.94); and the older "
+    "update_reservation_flights left the cabin unchanged, a behaviour (not a schema) that "
+    "costs 48 of its 62 writes and the writes after them (see FIDELITY.md)",
+)
+def test_the_older_trajectories_reach_the_issue_targets(tmp_path):
+    from simforge.synth.build import synthesize
+    from simforge.synth.fidelity import fidelity
+
+    shared = shared_data_dir()
+    if not shared.is_dir():
+        pytest.skip(f"real-world traces not present at {shared}")
+    out = Path(tmp_path) / "pack"
+    traces = shared / "tau2-bench/results/gpt-4.1_airline_default_gpt-4.1_1trials.json"
+    synthesize([traces], out, data=[shared / "tau-bench/envs/airline/data"])
+    result = fidelity(out, [shared / "tau-bench/historical_trajectories/gpt-4o-airline.json"])
+    assert result["reads"]["rate"] >= 0.90 and result["writes"]["rate"] >= 0.70

@@ -1,0 +1,128 @@
+"""The derived-data cache: a second process reads the seed tables the first one built, the
+same as building them; any change to the pack's files is a new entry; a damaged entry is a miss
+and is rewritten; ``SIMFORGE_CACHE=off`` writes nothing."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import orjson
+import pytest
+
+from simforge import cache
+from simforge.scenario.plugins import load_pack
+from simforge.tools.pack import Pack
+from simforge.world.schema import validate_tables
+
+from .conftest import FIXTURES
+
+
+@pytest.fixture
+def pack_copy(tmp_path: Path) -> Path:
+    folder = tmp_path / "pack"
+    shutil.copytree(FIXTURES / "packs" / "mini", folder,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    return folder
+
+
+@pytest.fixture
+def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "cache"
+    monkeypatch.setenv("SIMFORGE_CACHE", str(root))
+    return root
+
+
+def _fresh(folder: Path) -> Pack:
+    """The pack as a new process would have it: nothing derived in memory yet (the module
+    stays imported: a test cannot unimport it, a new process has it anew)."""
+    pack = load_pack(str(folder))
+    return dataclasses.replace(pack, _bases={}, _fingerprint=None, _catalog=None,
+                               _schemas=None, _lock=threading.Lock())
+
+
+def _entries(root: Path) -> list[Path]:
+    return sorted(root.rglob("*.json")) if root.is_dir() else []
+
+
+def test_a_second_load_reads_the_tables_the_first_built(pack_copy, cache_dir):
+    first = _fresh(pack_copy)
+    built = first.base(3, 12)
+    (entry,) = _entries(cache_dir)
+    second = _fresh(pack_copy)
+    assert second is not first
+    assert second.base(3, 12) == built
+    assert built == validate_tables(first.schemas, first.seed(3, 12))
+    assert _entries(cache_dir) == [entry]
+    # another seed or size is another entry
+    second.base(4, 12)
+    assert len(_entries(cache_dir)) == 2
+
+
+def test_a_changed_pack_file_is_a_new_entry(pack_copy, cache_dir):
+    _fresh(pack_copy).base(0, 5)
+    (pack_copy / "notes.txt").write_text("a new file changes the pack's fingerprint\n")
+    _fresh(pack_copy).base(0, 5)
+    assert len(_entries(cache_dir)) == 2
+
+
+def test_a_damaged_entry_is_a_miss_and_is_rewritten(pack_copy, cache_dir):
+    built = _fresh(pack_copy).base(0, 5)
+    (entry,) = _entries(cache_dir)
+    for damage in (b"", b'{"format": "simforge-cache/1", "key": "x", "value": {}}',
+                   entry.read_bytes()[:100], b"\xff\xfe not json"):
+        entry.write_bytes(damage)
+        assert _fresh(pack_copy).base(0, 5) == built
+        assert orjson.loads(entry.read_bytes())["value"] == built
+
+
+def test_off_writes_nothing(pack_copy, tmp_path, monkeypatch):
+    monkeypatch.setenv("SIMFORGE_CACHE", "off")
+    assert cache.cache_root() is None
+    pack = _fresh(pack_copy)
+    assert pack.base(0, 5) == validate_tables(pack.schemas, pack.seed(0, 5))
+    assert not cache.store("worlds", "k" * 64, {"a": 1})
+    assert cache.load("worlds", "k" * 64) is None
+
+
+def test_writers_racing_on_one_entry_leave_a_whole_file(cache_dir):
+    value = {"rows": [{"id": i, "text": "x" * 200} for i in range(2000)]}
+    key = cache.entry_key("race")
+    threads = [threading.Thread(target=cache.store, args=("t", key, value)) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert cache.load("t", key) == value
+    assert not list(cache_dir.rglob("*.tmp"))
+
+
+def test_an_unwritable_cache_only_costs_time(pack_copy, tmp_path, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("SIMFORGE_CACHE", str(blocker / "cache"))
+    pack = _fresh(pack_copy)
+    assert pack.base(0, 5) == validate_tables(pack.schemas, pack.seed(0, 5))
+
+
+def test_another_process_uses_the_entry(pack_copy, cache_dir):
+    """What a stress worker or a Ray task gets: the entry a first process wrote."""
+    built = _fresh(pack_copy).base(0, 7)
+    code = (
+        "import sys\n"
+        "from unittest import mock\n"
+        "from simforge.scenario.plugins import load_pack\n"
+        "from simforge.world import schema\n"
+        "pack = load_pack(sys.argv[1])\n"
+        "with mock.patch.object(schema, 'validate_tables', side_effect=AssertionError):\n"
+        "    import simforge.tools.pack as p\n"
+        "    with mock.patch.object(p, 'validate_tables', side_effect=AssertionError):\n"
+        "        import orjson; sys.stdout.buffer.write(orjson.dumps(pack.base(0, 7)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(pack_copy)], capture_output=True,
+                         check=True, env={**__import__("os").environ}).stdout
+    assert orjson.loads(out) == built
