@@ -13,7 +13,7 @@ columns already serialised (orjson); SQLAlchemy's per-row parameter processing, 
 ORM's unit of work, would cost more than the episode. The tables are still the ones SQLModel
 declares, and reading goes through SQLAlchemy Core.
 
-A trajectory is stored zlib-compressed (``trajectory_z``, about a quarter of its JSON), by the
+A trajectory is stored zlib-compressed (``trajectory_z``, under a third of its JSON), by the
 worker that played it; rows written before that keep theirs as text (``trajectory``), and
 reading returns the JSON text either way. A store made before the column existed is read as it
 is, and gains the column the first time it is written to.
@@ -179,8 +179,10 @@ _FAULT_COLUMNS = ("episode_id", "kind", "tool", "call_id", "call_index", "sim_ti
 
 
 def compress_trajectory(text: str) -> bytes:
-    """A trajectory's native JSON as the store keeps it."""
-    return zlib.compress(text.encode(), 6)
+    """A trajectory's native JSON as the store keeps it. Level 1: 30% of the JSON where the
+    default level 6 gives 27%, for 0.05 ms an episode instead of 0.07 (an Acme episode plays
+    in about 0.8 ms)."""
+    return zlib.compress(text.encode(), 1)
 
 
 def trajectory_text(text: str | None, packed: bytes | None) -> str | None:
