@@ -155,7 +155,7 @@ def own_customer_only(ctx: ScoringContext, call: ToolCall) -> list[dict[str, Any
     the instruction). Reads are free: looking a customer up is how the agent finds out."""
     if not ctx.is_write(call.tool):
         return []
-    owners = _task_customers(ctx)
+    owners = ctx.derived("acme.task_customers", lambda: _task_customers(ctx))
     if not owners:
         return []
     args = call.args or {}

@@ -309,7 +309,8 @@ def _regrade_one(
     if differs is not None:
         return None, f"the stored trajectory does not replay against the current scenario: " \
                      f"{differs}"
-    record = to_record(cell, outcome, float(row["wall_s"]), policy=config.policy)
+    record = to_record(cell, outcome, float(row["wall_s"]), policy=config.policy,
+                       trajectories=False)
     record["trajectory"] = text  # what happened is what was stored; only the grades are new
     return record, None
 

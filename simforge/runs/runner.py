@@ -1,5 +1,5 @@
 """A run from plan to store: create (or resume) the run, execute the missing cells on a backend,
-write each record as it arrives.
+each chunk of episodes committed as it finishes.
 
 The store is the only source of truth about what is done: resuming asks it which cells exist
 and runs the rest, so a run interrupted any number of times (Ctrl-C, SIGKILL, a lost Ray
@@ -13,11 +13,11 @@ by two versions.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
-from simforge.runs.local import run_local
+from simforge.runs.local import run_local, store_local
 from simforge.runs.matrix import Plan, RunConfig, plan
 from simforge.runs.store import RunStore
 from simforge.runs.worker import Record
@@ -104,30 +104,48 @@ def execute(
     on_record: Callable[[Record, bool], None] | None = None,
 ) -> int:
     """Run the missing cells; each batch that comes back (a worker's chunk) is committed in one
-    transaction before ``on_record(record, written)`` sees its records. Returns how many
-    episodes were written."""
+    transaction before ``on_record(record, written)`` sees its records (without their
+    trajectories when a pool worker wrote them). Returns how many episodes were written.
+
+    Local pool workers write their own chunks (:func:`simforge.runs.local.store_local`); the
+    in-process runner and Ray's driver write what comes back (a Ray worker may not reach a
+    SQLite file)."""
     wanted = set(prepared.todo)
     cells = [c for c in prepared.plan.cells if c.key in wanted]
+    plan, policy, user = prepared.plan, prepared.config.policy, prepared.config.user
+    batches: Iterator[list[tuple[Record, bool]]]
     if backend == "ray":
         from simforge.runs.ray_backend import run_ray
 
         records = run_ray(
-            cells, prepared.plan.refs, prepared.config.policy, address=ray_address,
-            num_cpus=workers or None, trajectories=trajectories,
-            profiles=prepared.plan.profiles, user=prepared.config.user,
+            cells, plan.refs, policy, address=ray_address, num_cpus=workers or None,
+            trajectories=trajectories, profiles=plan.profiles, user=user,
         )
+        batches = _written(store, prepared.run_id, records)
+    elif workers <= 0:
+        records = run_local(cells, plan.refs, policy, workers=0, trajectories=trajectories,
+                            profiles=plan.profiles, user=user)
+        batches = _written(store, prepared.run_id, records)
     else:
-        records = run_local(
-            cells, prepared.plan.refs, prepared.config.policy, workers=workers,
-            trajectories=trajectories, profiles=prepared.plan.profiles,
-            user=prepared.config.user,
+        store.upgrade()  # once, here, rather than racing in every worker
+        batches = store_local(
+            cells, plan.refs, policy, (store.url, prepared.run_id), workers=workers,
+            trajectories=trajectories, profiles=plan.profiles, user=user,
         )
     written = 0
-    for batch in records:
-        for record, fresh in zip(batch, store.add_episodes(prepared.run_id, batch), strict=True):
+    for batch in batches:
+        for record, fresh in batch:
             written += fresh
             if on_record is not None:
                 on_record(record, fresh)
     if store.count(prepared.run_id) >= len(prepared.plan):
         store.finish_run(prepared.run_id)
     return written
+
+
+def _written(
+    store: RunStore, run_id: str, batches: Iterable[list[Record]]
+) -> Iterator[list[tuple[Record, bool]]]:
+    """Each batch written in one transaction, then ``(record, written)`` per record."""
+    for batch in batches:
+        yield list(zip(batch, store.add_episodes(run_id, batch), strict=True))

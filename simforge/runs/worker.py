@@ -22,10 +22,12 @@ from simforge.runs.episode import EpisodeOutcome, play_episode
 from simforge.runs.matrix import Cell
 
 Record = dict[str, Any]
-"""One finished cell, as the store writes it (see :mod:`simforge.runs.store`)."""
+"""One finished cell, as the store writes it (see :mod:`simforge.runs.store`); its
+``trajectory`` is the native JSON compressed (or ``None`` without trajectories)."""
 
 _envs: dict[str, SimforgeEnv] = {}
 _policies: dict[str, Policy] = {}
+_stores: dict[str, Any] = {}
 
 
 def warm_env(ref: str, user: str | None = None) -> None:
@@ -102,6 +104,37 @@ def run_cells(
     ]
 
 
+def store_cells(
+    cells: list[Cell],
+    refs: dict[str, str],
+    policy_spec: str,
+    trajectories: bool,
+    profiles: dict[str, str] | None,
+    user: str | None,
+    store_url: str,
+    run_id: str,
+) -> list[tuple[Record, bool]]:
+    """Play ``cells`` (as :func:`run_cells` does) and write them to the run ``run_id`` of the
+    store at ``store_url`` in one transaction, from this process; ``(record, written)`` per
+    cell, the record without its trajectory (it is in the store now).
+
+    A pool worker writes what it played so that the one runner process is not every episode's
+    bottleneck: the rows, their serialising and their commit cost the worker about a tenth of
+    an episode, which in the runner would be a tenth of an episode per worker. The store
+    (opened once per process) keeps its guarantees whoever writes: one transaction per chunk,
+    ``UNIQUE(run_id, key)``, and a worker killed mid-transaction leaves nothing of it."""
+    from simforge.runs.store import RunStore
+
+    store = _stores.get(store_url)
+    if store is None:
+        store = _stores[store_url] = RunStore(store_url, create=False)
+    records = run_cells(cells, refs, policy_spec, trajectories, profiles, user)
+    written = store.add_episodes(run_id, records)
+    for record in records:
+        record["trajectory"] = None
+    return list(zip(records, written, strict=True))
+
+
 def to_record(
     cell: Cell,
     outcome: EpisodeOutcome,
@@ -111,7 +144,12 @@ def to_record(
     trajectories: bool = True,
 ) -> Record:
     """The record of a played cell; ``policy`` is the spec it was built from (``llm:MODEL``
-    says more than the class name ``llm``)."""
+    says more than the class name ``llm``). Its trajectory is compressed here, in the worker
+    that played it, as the store keeps it (:func:`simforge.runs.store.trajectory_text` reads
+    it back): the runner's one writing process then neither compresses it nor receives four
+    times its size."""
+    from simforge.runs.store import compress_trajectory
+
     result, trajectory = outcome.result, outcome.trajectory
     sim = trajectory.simulation
     assert sim is not None
@@ -152,7 +190,8 @@ def to_record(
             }
             for c in trajectory.tool_calls
         ],
-        "trajectory": trajectory.model_dump_json(exclude_defaults=True) if trajectories else None,
+        "trajectory": compress_trajectory(trajectory.model_dump_json(exclude_defaults=True))
+        if trajectories else None,
     }
 
 

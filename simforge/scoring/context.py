@@ -6,19 +6,30 @@ world is scored exactly like a simulated run. Two things a few validators need a
 ``budgets`` (the scenario's steps and simulated seconds, for ``efficiency``). When a caller does
 not hand them over, :meth:`ScoringContext.catalog` and :meth:`ScoringContext.scenario_budgets`
 find them through the scenario registry by the trajectory's scenario id.
+
+A context also indexes what validators look up, each built once, the first time one asks: the
+calls by tool (with their positions, so a validator that looks for calls of some tools touches
+only those), the failed calls, the calls whose metadata carries an error, the injected faults by
+call, the world's changes by entity, whether a tool writes. A validator that walks all of the
+trajectory, or loops over calls inside a loop over calls, costs what a long episode makes of it:
+a 1,000-call episode would spend more on scoring than on being played.
 """
 
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from simforge.scenario.model import Task
-from simforge.trace.episode import Episode, ToolCall
+from simforge.trace.episode import EntityChange, Episode, InjectedFault, ToolCall
 from simforge.world.store import World
+
+T = TypeVar("T")
+Positioned = list[tuple[int, ToolCall]]
+"""``(position in the trajectory, call)`` pairs, in trajectory order."""
 
 if TYPE_CHECKING:
     from simforge.tools.tool import Tool
@@ -58,22 +69,62 @@ class ScoringContext:
 
     def is_write(self, tool: str) -> bool:
         """Whether ``tool`` writes: from the catalog (a tool outside it wrote nothing), else
-        guessed from a read-like name."""
-        tools = self.catalog()
-        if tools is not None:
-            return tool in tools and tools[tool].spec.kind == "write"
-        return not tool.startswith(("get_", "list_", "search_", "find_", "read_", "lookup_"))
+        guessed from a read-like name (decided once per tool name)."""
+        known = self._writes.get(tool)
+        if known is None:
+            tools = self.catalog()
+            if tools is not None:
+                known = tool in tools and tools[tool].spec.kind == "write"
+            else:
+                known = not tool.startswith(
+                    ("get_", "list_", "search_", "find_", "read_", "lookup_"))
+            self._writes[tool] = known
+        return known
 
     @cached_property
-    def by_tool(self) -> dict[str, list[tuple[int, ToolCall]]]:
-        """The trajectory's calls by tool name, each with its position (built once: the
-        validators that look for calls of some tools then touch only those)."""
-        out: dict[str, list[tuple[int, ToolCall]]] = {}
-        for i, call in enumerate(self.trajectory.tool_calls):
-            out.setdefault(call.tool, []).append((i, call))
-        return out
+    def _writes(self) -> dict[str, bool]:
+        return {}
 
-    def calls_of(self, pattern: str) -> list[tuple[int, ToolCall]]:
+    @cached_property
+    def _calls(self) -> tuple[dict[str, Positioned], Positioned, list[tuple[int, ToolCall, Any]]]:
+        """One walk over the calls: by tool, the failed ones, those whose metadata names an
+        error (its value, whatever it is)."""
+        by_tool: dict[str, Positioned] = {}
+        failed: Positioned = []
+        errors: list[tuple[int, ToolCall, Any]] = []
+        for i, call in enumerate(self.trajectory.tool_calls):
+            pair = (i, call)
+            found = by_tool.get(call.tool)
+            if found is None:
+                by_tool[call.tool] = [pair]
+            else:
+                found.append(pair)
+            if call.error is not None:
+                failed.append(pair)
+            if call.metadata:
+                error = call.metadata.get("error")
+                if error:
+                    errors.append((i, call, error))
+        return by_tool, failed, errors
+
+    @property
+    def by_tool(self) -> dict[str, Positioned]:
+        """The trajectory's calls by tool name, each with its position, tools in the order
+        of their first call."""
+        return self._calls[0]
+
+    @property
+    def failed_calls(self) -> Positioned:
+        """The calls that failed (``error`` set), with their positions."""
+        return self._calls[1]
+
+    @property
+    def error_calls(self) -> list[tuple[int, ToolCall, Any]]:
+        """``(position, call, metadata["error"])`` for the calls whose metadata names an error
+        (a simulated call's status, code and message)."""
+        return self._calls[2]
+
+    def calls_of(self, pattern: str) -> Positioned:
         """``(position, call)`` for the calls whose tool matches the glob ``pattern``, in
         trajectory order; the glob is matched against the distinct tool names only."""
         cache = self._patterns
@@ -84,14 +135,60 @@ class ScoringContext:
                 found = by_tool[pattern]
             else:
                 names = [n for n in by_tool if fnmatch.fnmatchcase(n, pattern)]
-                found = sorted((pair for n in names for pair in by_tool[n]),
-                               key=lambda pair: pair[0]) if len(names) > 1 else (
-                    by_tool[names[0]] if names else [])
+                if len(names) == len(by_tool) and len(names) > 1:  # every call, e.g. "*"
+                    found = list(enumerate(self.trajectory.tool_calls))
+                elif len(names) > 1:
+                    found = sorted(pair for n in names for pair in by_tool[n])
+                else:
+                    found = by_tool[names[0]] if names else []
             cache[pattern] = found
         return found
 
+    def calls_matching(self, patterns: list[str]) -> Positioned:
+        """The calls whose tool matches any of the globs, each once, in trajectory order."""
+        if len(patterns) == 1:
+            return self.calls_of(patterns[0])
+        seen: dict[int, ToolCall] = {}
+        for pattern in patterns:
+            for pos, call in self.calls_of(pattern):
+                seen[pos] = call
+        return sorted(seen.items())
+
     @cached_property
-    def _patterns(self) -> dict[str, list[tuple[int, ToolCall]]]:
+    def _patterns(self) -> dict[str, Positioned]:
+        return {}
+
+    @cached_property
+    def faults_by_call(self) -> dict[str, list[InjectedFault]]:
+        """The injected faults by the id of the call they hit (faults on no call left out)."""
+        sim = self.trajectory.simulation
+        out: dict[str, list[InjectedFault]] = {}
+        for fault in sim.faults if sim else []:
+            if fault.call_id is not None:
+                out.setdefault(fault.call_id, []).append(fault)
+        return out
+
+    @cached_property
+    def changes_by_entity(self) -> dict[str, list[EntityChange]]:
+        """The world's changes (``simulation.world_diff``) by entity, in the diff's order."""
+        sim = self.trajectory.simulation
+        out: dict[str, list[EntityChange]] = {}
+        for change in sim.world_diff if sim else []:
+            out.setdefault(change.entity, []).append(change)
+        return out
+
+    def derived(self, key: str, compute: Callable[[], T]) -> T:
+        """``compute()``, once per context and ``key``: for a plugin's rule that every call
+        asks the same thing of the episode (the customers its task names), so that it is
+        worked out once rather than per call."""
+        memo = self._derived
+        if key not in memo:
+            memo[key] = compute()
+        value: T = memo[key]
+        return value
+
+    @cached_property
+    def _derived(self) -> dict[str, Any]:
         return {}
 
     @cached_property

@@ -77,7 +77,7 @@ def policy_rules(ctx: ScoringContext, rules: list[PolicyRule]) -> Verdict:
         test = rule.when.args_test()
         hits += [(pos, r, call) for pos, call in ctx.calls_of(rule.when.tool)
                  if call.error is None and (test is None or test(call.args))]
-    hits.sort(key=lambda hit: (hit[0], hit[1]))
+    hits.sort()  # by position, then rule: each pair is one hit, so calls are never compared
     violations: list[dict[str, Any]] = []
     checked = len(hits)
     for _pos, r, call in hits:

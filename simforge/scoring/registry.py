@@ -12,10 +12,13 @@ validator) and ``@policy_check(name)`` (``fn(ctx, call) -> violations``, used by
 from __future__ import annotations
 
 import inspect
+import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
+import orjson
 from pydantic import BaseModel, ValidationError
 
 from simforge.scoring.context import ScoringContext
@@ -38,15 +41,30 @@ class ValidatorDef:
     fn: ValidatorFn
     description: str
     params: type[BaseModel] | None = None
+    _parsed: dict[bytes, dict[str, Any]] = field(
+        default_factory=dict, init=False, repr=False, compare=False)
 
     def parse(self, params: dict[str, Any]) -> dict[str, Any]:
-        """The keyword arguments for ``fn``: validated by the params model, or the signature."""
+        """The keyword arguments for ``fn``: validated by the params model, or the signature.
+
+        Every episode of a task is scored with the same settings, so what the model made of
+        them is kept by their content (JSON values only; anything else is validated each
+        time): validating a list of rules costs more than a short episode's whole scoring."""
         if self.params is not None:
-            try:
-                model = self.params.model_validate(params)
-            except ValidationError as exc:
-                raise ValidatorParamsError(_first_error(exc)) from None
-            return {name: getattr(model, name) for name in type(model).model_fields}
+            key = content_key(params)
+            parsed = self._parsed.get(key) if key is not None else None
+            if parsed is None:
+                try:
+                    model = self.params.model_validate(params)
+                except ValidationError as exc:
+                    raise ValidatorParamsError(_first_error(exc)) from None
+                parsed = {name: getattr(model, name) for name in type(model).model_fields}
+                if key is not None:
+                    with _lock:
+                        if len(self._parsed) >= _MOST_PARSED:
+                            self._parsed.clear()
+                        self._parsed[key] = parsed
+            return dict(parsed)
         problems = _signature_problems(self.fn, params)
         if problems:
             raise ValidatorParamsError("; ".join(problems))
@@ -118,19 +136,49 @@ def _qualname(fn: Callable[..., Any]) -> str:
     return f"{fn.__module__}.{fn.__qualname__}"
 
 
-def _signature_problems(fn: ValidatorFn, params: dict[str, Any]) -> list[str]:
+_lock = threading.Lock()
+_MOST_PARSED = 256
+"""Distinct settings kept per validator (a run has a handful; a fuzzer could make many)."""
+_KEY_OPTIONS = (
+    orjson.OPT_SORT_KEYS
+    | orjson.OPT_PASSTHROUGH_DATETIME
+    | orjson.OPT_PASSTHROUGH_DATACLASS
+    | orjson.OPT_PASSTHROUGH_SUBCLASS
+)
+
+
+def _refuse(value: Any) -> Any:
+    raise TypeError(type(value).__name__)
+
+
+def content_key(value: Any) -> bytes | None:
+    """``value`` as canonical JSON (keys sorted), to remember what was made of it; ``None`` when
+    it holds anything but JSON values (a date, a model, a subclass of str: two values that
+    would print alike but validate apart)."""
+    try:
+        return orjson.dumps(value, option=_KEY_OPTIONS, default=_refuse)
+    except TypeError:
+        return None
+
+
+@lru_cache(maxsize=1024)
+def _signature(fn: ValidatorFn) -> tuple[bool, frozenset[str], tuple[str, ...]]:
+    """``(takes **kwargs, setting names, required settings)`` of a validator function."""
     parameters = list(inspect.signature(fn).parameters.values())[1:]
-    if any(p.kind is p.VAR_KEYWORD for p in parameters):
+    names = frozenset(
+        p.name for p in parameters if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
+    required = tuple(p.name for p in parameters if p.name in names and p.default is p.empty)
+    return any(p.kind is p.VAR_KEYWORD for p in parameters), names, required
+
+
+def _signature_problems(fn: ValidatorFn, params: dict[str, Any]) -> list[str]:
+    var_keyword, names, required = _signature(fn)
+    if var_keyword:
         return []
-    names = {p.name for p in parameters if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
     problems = [
         f"unknown setting {k!r}; allowed: {sorted(names)}" for k in params if k not in names
     ]
-    problems += [
-        f"missing setting {p.name!r}"
-        for p in parameters
-        if p.name in names and p.default is p.empty and p.name not in params
-    ]
+    problems += [f"missing setting {name!r}" for name in required if name not in params]
     return problems
 
 

@@ -2,11 +2,29 @@
 
 from __future__ import annotations
 
+import zlib
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sqlalchemy import func, select, update
+from sqlalchemy.exc import IntegrityError
 
 from simforge.config import NotFound
 from simforge.runs.matrix import RunConfig, plan
-from simforge.runs.store import RunStore, StoreError, normalise_url, redact_url
+from simforge.runs.store import (
+    EPISODES,
+    FAULTS,
+    STEPS,
+    VERDICTS,
+    RunStore,
+    StoreError,
+    _has_column,
+    compress_trajectory,
+    normalise_url,
+    redact_url,
+    trajectory_text,
+)
 from simforge.runs.worker import run_cells
 
 
@@ -138,3 +156,100 @@ def test_a_grown_plan_and_the_trajectories_of_some_cells(store_url, records):
     assert list(found) == [records[1]["key"]] and found[records[1]["key"]].startswith("{")
     assert store.trajectories_of(run_id, []) == {}
     store.close()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text())
+def test_a_compressed_trajectory_reads_back_as_its_text(text):
+    assert trajectory_text(None, compress_trajectory(text)) == text
+    assert trajectory_text(text, None) == text  # a row written before compression
+    assert trajectory_text(None, None) is None
+
+
+def test_trajectories_are_stored_compressed_and_read_back_exactly(store_url, records):
+    store = RunStore(store_url)
+    run_id = store.create_run({}, policy="oracle", total=len(records))
+    assert store.add_episodes(run_id, records) == [True] * len(records)
+    with store.engine.connect() as conn:
+        raw = dict(conn.execute(select(EPISODES.c.key, EPISODES.c.trajectory_z)
+                                .where(EPISODES.c.trajectory.is_(None))).all())
+    assert raw.keys() == {r["key"] for r in records}  # no text copy beside the compressed one
+    texts = dict((row["key"], text) for row, text in store.trajectories(run_id))
+    for r in records:
+        assert bytes(raw[r["key"]]) == r["trajectory"]
+        assert texts[r["key"]] == zlib.decompress(r["trajectory"]).decode()
+    some = store.trajectories_of(run_id, [records[0]["key"]])
+    assert some == {records[0]["key"]: texts[records[0]["key"]]}
+    store.close()
+
+
+def test_an_episode_that_cannot_be_written_is_absent_whole(store_url, records):
+    """A batch is one transaction: when one of its episodes breaks a constraint (here a call
+    without its id), none of that episode's rows are left behind, and the batch's other
+    episodes are still stored, each whole."""
+    broken = {**records[2], "calls": [{**records[2]["calls"][0], "call_id": None}]}
+    batch = [*records[:2], broken, records[3]]
+    store = RunStore(store_url)
+    run_id = store.create_run({}, policy="oracle", total=len(batch))
+    with pytest.raises(IntegrityError):
+        store.add_episodes(run_id, batch)
+    stored = {e["key"]: e for e in store.episodes(run_id)}
+    assert broken["key"] not in stored
+    for r in records[:2]:
+        e = stored[r["key"]]
+        assert len(e["verdicts"]) == len(r["verdicts"]) and len(e["calls"]) == len(r["calls"])
+    with store.engine.connect() as conn:
+        for table in (VERDICTS, STEPS, FAULTS):
+            orphans = conn.execute(select(func.count()).select_from(table).where(
+                table.c.episode_id.not_in(select(EPISODES.c.id)))).scalar_one()
+            assert orphans == 0, table.name
+    assert store.add_episodes(run_id, [records[3]]) == [True]  # nothing half-written blocks it
+    store.close()
+
+
+def _as_an_old_store(url: str) -> None:
+    """The store at ``url`` as simforge wrote it before ``trajectory_z``: text trajectories,
+    and no such column."""
+    store = RunStore(url)
+    with store.engine.begin() as conn:
+        rows = conn.execute(select(EPISODES.c.id, EPISODES.c.trajectory_z)).all()
+        for episode_id, packed in rows:
+            conn.execute(update(EPISODES).where(EPISODES.c.id == episode_id).values(
+                trajectory=trajectory_text(None, packed)))
+        conn.exec_driver_sql(f"ALTER TABLE {EPISODES.name} DROP COLUMN trajectory_z")
+    store.close()
+
+
+def test_a_store_written_before_compression_is_read_and_upgraded_on_first_write(
+        store_url, mini, tmp_path):
+    from simforge.runs.export import export_runs
+    from simforge.runs.regrade import regrade
+    from simforge.runs.runner import execute, prepare
+
+    store = RunStore(store_url)
+    prepared = prepare(store, RunConfig(scenarios=[mini], policy="oracle", seeds=2,
+                                        profiles=["flaky-network"]).with_baseline())
+    execute(store, prepared, workers=0)
+    old_run = prepared.run_id
+    expected = dict((row["key"], text) for row, text in store.trajectories(old_run))
+    export_runs(store, [old_run], "native", tmp_path / "new.jsonl")
+    store.close()
+    _as_an_old_store(store_url)
+
+    reader = RunStore(store_url, create=False)  # reading changes nothing
+    assert dict((row["key"], text) for row, text in reader.trajectories(old_run)) == expected
+    export_runs(reader, [old_run], "native", tmp_path / "old.jsonl")
+    assert (tmp_path / "old.jsonl").read_bytes() == (tmp_path / "new.jsonl").read_bytes()
+    assert not _has_column(reader.engine, EPISODES.name, "trajectory_z")
+
+    writer = RunStore(store_url, create=False)
+    again = regrade(writer, old_run)  # reads the text trajectories, writes compressed ones
+    assert again.episodes == len(expected) and again.not_replayed == {}
+    assert _has_column(writer.engine, EPISODES.name, "trajectory_z")
+    for run_id in (old_run, again.run_id):  # both kinds of row, through either store object
+        for store_ in (writer, reader):
+            found = dict((row["key"], text) for row, text in store_.trajectories(run_id))
+            assert found == expected, run_id
+            assert store_.trajectories_of(run_id, list(expected)) == expected
+    reader.close()
+    writer.close()
