@@ -49,6 +49,7 @@ import orjson
 from pydantic import ValidationError
 
 from simforge.atomic import AtomicFile, replacing, write_bytes
+from simforge.errors import UserError
 from simforge.jsonio import dumps
 from simforge.runs.store import RunStore
 from simforge.trace.episode import Episode, Outcome
@@ -65,7 +66,7 @@ SPLITS = ("train", "eval")
 T = TypeVar("T")
 
 
-class ExportError(ValueError):
+class ExportError(UserError, ValueError):
     """Input that cannot be exported; the message names the run (and the episode) at fault."""
 
 

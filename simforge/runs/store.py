@@ -60,6 +60,7 @@ from sqlalchemy.orm import registry
 from sqlmodel import Field, SQLModel, create_engine
 
 from simforge.config import NotFound
+from simforge.errors import InfrastructureError
 from simforge.jsonio import dumps
 from simforge.runs.worker import Record
 
@@ -68,7 +69,7 @@ DEFAULT_STORE = "sqlite:///simforge-runs.db"
 _JSON_OPTIONS = orjson.OPT_NON_STR_KEYS  # keys that are not strings written as json.dumps does
 
 
-class StoreError(Exception):
+class StoreError(InfrastructureError):
     """The run store cannot be opened: unreachable, missing, or not a run store. The message
     is one line and names the store without its password."""
 

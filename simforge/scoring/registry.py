@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ValidationError
 
+from simforge.errors import UserError
 from simforge.scoring.context import ScoringContext
 from simforge.scoring.verdict import Category, Verdict
 from simforge.trace.episode import ToolCall
@@ -30,7 +31,7 @@ InvariantFn = Callable[[ScoringContext], list[dict[str, Any]]]
 PolicyFn = Callable[[ScoringContext, ToolCall], list[dict[str, Any]]]
 
 
-class ValidatorParamsError(ValueError):
+class ValidatorParamsError(UserError, ValueError):
     """Settings of a validator that do not fit it; the message names the setting."""
 
 
