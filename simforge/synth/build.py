@@ -12,6 +12,7 @@ write the files (:mod:`.pack_files`).
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import warnings
 from collections.abc import Callable, Iterable
@@ -39,7 +40,7 @@ from simforge.synth.seed import seed_kinds, vote_refs
 from simforge.synth.setup import initial_state as setup_initial
 from simforge.synth.setup import learn_setup
 from simforge.synth.snapshot import load_snapshots
-from simforge.synth.tasks import build_task, handed_over, stuffing_bounds
+from simforge.synth.tasks import build_task, handed_over, required_writes, stuffing_bounds, unproven
 from simforge.synth.textstate import STATE_ENTITY, STATE_ID, STATE_KEY
 from simforge.trace.episode import Episode
 
@@ -82,6 +83,11 @@ class SynthReport:
     kept)."""
     declared_only: list[str] = field(default_factory=list)
     """Tools the traces declare that no training call used (in the catalog as declared)."""
+    unproven: list[dict[str, str]] = field(default_factory=list)
+    """Gold episodes left out of the tasks because nothing in them proves the work (they changed
+    nothing observable and every fact of their answer is given to the agent, or backed by no
+    tool result), each ``{"task", "episode", "why"}``: a task an agent passes by saying back
+    what it was given would pay for no work."""
 
 
 ENDING_TOOL = re.compile(r"^(transfer|hand_?off|escalate)_to_(a_)?human", re.IGNORECASE)
@@ -310,9 +316,12 @@ def synthesize(
     def starts(episode: Episode) -> dict[str, dict[str, Row]]:
         return setup_initial(episode, setup, by_name, base, pks, setup_rt)
 
+    policy = _policy_of(train)
+    # what every agent reads before doing anything: no fact in it proves a task's work
+    shown = json.dumps([e["spec"] for e in tool_entries], ensure_ascii=False) + (policy or "")
     tasks = []
     for index, (episode, state) in enumerate(states):
-        task = build_task(index, episode, state, base, pks, learner.modelled)
+        task = build_task(index, episode, state, base, pks, learner.modelled, shown)
         task["initial_state"] = _merge(starts(episode), task["initial_state"])
         tasks.append(_with_text_state(task, episode, text_state, changed_by))
     # Held-out episodes become the eval split: walked over the same seed world, but nothing of
@@ -328,7 +337,7 @@ def synthesize(
             continue
         held_kept.append(episode)
         state = walk(episode, catalog, profiles, base, pks, parent_of, {}, primary)
-        task = build_task(len(tasks), episode, state, base, pks, learner.modelled)
+        task = build_task(len(tasks), episode, state, base, pks, learner.modelled, shown)
         # where it starts is what its setup declared, never what its own reads showed
         task["initial_state"] = starts(episode)
         task["split"] = "eval"
@@ -338,11 +347,27 @@ def synthesize(
             f"{len(report.eval_skipped)} held-out episode(s) call tools that no training episode "
             f"shows and are not eval tasks, first: {report.eval_skipped[0]}"
         )
+    writes = {tool for tool, prof in profiles.items() if prof.is_write}
+    proven = []
     for task, episode in zip(tasks, [e for e, _ in states] + held_kept, strict=True):
         expected = task["expected"]
         graded = expected.get("state") or expected.get("created") or expected.get("outputs")
         if task["metadata"]["gold"] and not graded:
-            task["validators"] = handed_over(episode, ENDING_TOOL)
+            task["validators"] = handed_over(episode, ENDING_TOOL) or required_writes(
+                episode, writes
+            )
+        why = unproven(task, episode)
+        if why is None:
+            proven.append(task)
+        else:
+            report.unproven.append({"task": task["id"], "episode": episode.id, "why": why})
+    tasks = proven
+    if report.unproven:
+        first = report.unproven[0]
+        warn(
+            f"{len(report.unproven)} gold episode(s) left out: nothing in them proves the work, "
+            f"first: {first['task']} (episode {first['episode']}): {first['why']}"
+        )
     failed = [t for t in tasks if not t["metadata"]["gold"] and t.get("split") != "eval"]
     if not keep_nongold:
         tasks = [t for t in tasks if t["metadata"]["gold"] or t.get("split") == "eval"]
@@ -350,7 +375,6 @@ def synthesize(
     report.tasks = len(tasks)
     report.eval_tasks = sum(1 for t in tasks if t.get("split") == "eval")
     report.gold_tasks = sum(1 for t in tasks if t["metadata"]["gold"])
-    policy = _policy_of(train)
     pack_name = name or _safe_id(out.name)
     scenario = {
         "id": f"synth/{pack_name}-v1",
@@ -408,6 +432,7 @@ def synthesize(
                 "empty_episodes": report.empty_episodes,
                 "train": report.train,
                 "warnings": report.warnings,
+                "unproven": report.unproven,
             },
         },
         tools=tool_entries,

@@ -124,6 +124,7 @@ def register(app: typer.Typer) -> None:
             "gold_tasks": report.gold_tasks,
             "eval_tasks": report.eval_tasks,
             "nongold_tasks": report.nongold_tasks,
+            "unproven": report.unproven,
             "eval_skipped": report.eval_skipped,
             "policy_chars": report.policy_chars,
             "declared_only": report.declared_only,
@@ -148,7 +149,8 @@ def register(app: typer.Typer) -> None:
             f"{report.episodes} episodes ({report.empty_episodes} without tool calls skipped), "
             f"{report.train} learned from, {len(report.holdout)} held out; "
             f"{report.tasks} tasks ({report.gold_tasks} gold, {report.eval_tasks} in the eval "
-            f"split; {report.nongold_tasks} failed episodes kept out of training); {policy}"
+            f"split; {report.nongold_tasks} failed episodes kept out of training; "
+            f"{len(report.unproven)} left out, nothing in them proving the work); {policy}"
             f"{summary['seconds']} s, peak memory {summary['peak_rss_mib']} MiB",
             highlight=False,
         )

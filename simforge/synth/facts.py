@@ -8,8 +8,14 @@ lookups: ids and codes (``AST-09401``, ``LA77123001``), amounts with three or mo
 (``318.00``, ``1,249.00``), dates and e-mail addresses; common words and small counts are not
 facts (they appear in any answer). A token counts only if the episode's successful tool results
 hold it too (the same string inside a result's text, or the same number as a result's value):
-what the answer invents or repeats from small talk is not checkable. Facts the user's own messages
-already contain prove nothing, so they are used only when nothing else is left.
+what the answer invents or repeats from small talk is not checkable.
+
+A fact the agent is given proves nothing: one that the user's own messages, the user brief a
+simulated user speaks from, or what the agent reads before doing anything (the tools' names,
+descriptions and schemas, the policy) already state is paid to an agent that says the
+instruction back (the audit's ``parrot``) or recites the text it was shown (``surface-probe``).
+Such facts are never required, even when nothing else is left: a task with nothing else to prove
+its work is left out by synthesis (:func:`simforge.synth.tasks.unproven`), not shipped gameable.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from simforge.scoring.matching import answer_states
 from simforge.trace.episode import Episode
 
 MAX_FACTS = 6
@@ -75,8 +82,9 @@ def backed(fact: str, texts: Iterable[str], values: Iterable[float]) -> bool:
     return any(fact in text for text in texts)
 
 
-def required_outputs(episode: Episode) -> list[str]:
-    """The facts of the episode's final answer that its tool results hold (see the module)."""
+def answer_facts(episode: Episode) -> list[str]:
+    """The facts of the episode's final answer that its tool results hold (see the module),
+    given or not."""
     answers = [m.content for m in episode.messages if m.role == "assistant" and m.content]
     if not answers:
         return []
@@ -95,7 +103,18 @@ def required_outputs(episode: Episode) -> list[str]:
                 values.extend(
                     n for m in _AMOUNT.finditer(leaf) if (n := _number(m.group(0))) is not None
                 )
-    facts = [f for f in candidates(answers[-1]) if backed(f, texts, values)]
+    return [f for f in candidates(answers[-1]) if backed(f, texts, values)]
+
+
+def given(fact: str, text: str) -> bool:
+    """Whether ``text`` (what the agent is given) already states ``fact``, by the rule the
+    ``required_outputs`` validator grades an answer with: saying ``text`` back would pass."""
+    return answer_states(text, fact)
+
+
+def required_outputs(episode: Episode, shown: str = "") -> list[str]:
+    """The facts of the episode's final answer that its tool results hold and that neither the
+    user's messages nor ``shown`` (the rest of what the agent is given) state (see the module)."""
     said = " ".join(m.content or "" for m in episode.messages if m.role == "user")
-    fresh = [f for f in facts if f not in said]
-    return (fresh or facts)[:MAX_FACTS]
+    text = f"{said}\n{shown}"
+    return [f for f in answer_facts(episode) if not given(f, text)][:MAX_FACTS]

@@ -9,7 +9,11 @@ is never shown to the agent, since it often spells out the expected outcome. The
 is what the episode's own writes produced, as observed in the trace; it is gold only when the
 episode was labelled successful, or when no label exists. A gold task whose episode changed
 nothing observable expects the facts of its final answer that its tool results back instead
-(:mod:`.facts`), so that it is checkable and a no-op scores 0. It lives in the scenario file,
+(:mod:`.facts`), so that it is checkable and a no-op scores 0, less the facts the agent is given
+(its instruction, the user's words and brief, the tools and the policy): saying those back is no
+work. Without either, the writes the episode made (:func:`required_writes`) or its hand-over
+(:func:`handed_over`) are what it did; a gold task left with nothing that proves the work is
+:func:`unproven` and left out of the pack, counted in the report. It lives in the scenario file,
 which only the scenario loader and the scorer read. The reference actions are the episode's own
 calls (the user's too: a simulated user has no tools), less those that failed with an
 infrastructure error (a timeout, a 5xx: they did nothing, and the agent's retry follows them).
@@ -21,7 +25,7 @@ import re
 from typing import Any
 
 from simforge.synth.expr import same
-from simforge.synth.facts import required_outputs
+from simforge.synth.facts import answer_facts, candidates, required_outputs
 from simforge.synth.observe import EpisodeState, named_like_write
 from simforge.synth.timing import is_infrastructure
 from simforge.trace.episode import Episode
@@ -52,15 +56,19 @@ def build_task(
     base: dict[str, dict[str, Row]],
     pks: dict[str, str],
     modelled: Modelled | None = None,
+    shown: str = "",
 ) -> dict[str, Any]:
+    """``shown``: what every task's agent reads before doing anything (the tools' names,
+    descriptions and schemas, the policy), whose facts cannot prove the work."""
     users = [m.content for m in episode.messages if m.role == "user" and m.content]
     instruction = users[0] if users else (episode.task.instruction or f"Episode {episode.id}")
     gold = is_gold(episode)
+    user = user_spec(episode)
     expected: dict[str, Any] = {}
     if gold:
         expected = _expected(state, base, pks, modelled)
         if not expected:
-            outputs = required_outputs(episode)
+            outputs = required_outputs(episode, given_text(instruction, user, shown))
             if outputs:
                 expected = {"outputs": outputs}
     initial = {
@@ -74,7 +82,6 @@ def build_task(
         "instruction": instruction,
         "user_turns": users[1:],
     }
-    user = user_spec(episode)
     if user:
         task["user"] = user
     return {
@@ -89,6 +96,13 @@ def build_task(
             "source": episode.source.format,
         },
     }
+
+
+def given_text(instruction: str, user: dict[str, Any], shown: str) -> str:
+    """What a task's agent is given without doing its work: the instruction, what the
+    simulated user may say (its brief), and ``shown``. (The user's own messages are added by
+    :func:`~simforge.synth.facts.required_outputs`.)"""
+    return "\n".join([instruction, *(str(v) for v in user.values()), shown])
 
 
 def user_spec(episode: Episode) -> dict[str, Any]:
@@ -239,3 +253,44 @@ def handed_over(episode: Episode, ending: Any) -> list[dict[str, Any]]:
         if call.error is None and call.requestor == "assistant" and ending.match(call.tool):
             return [{"name": "action_sequence", "params": {"calls": [{"tool": call.tool}]}}]
     return []
+
+
+def required_writes(episode: Episode, writes: set[str]) -> list[dict[str, Any]]:
+    """An ``action_sequence`` check for a gold episode whose writes changed nothing the pack
+    can check (a write answered from recordings; a row whose only view was the write's own
+    result, so that the seed already shows what the write left): its successful writes, in
+    order, each with the arguments that name
+    what it acts on (ids, codes, dates, amounts, numbers and flags; free text is the agent's own
+    wording and not required). ``writes``: the tools that write."""
+    calls: list[dict[str, Any]] = []
+    for call in episode.tool_calls:
+        if call.error is not None or call.requestor != "assistant" or call.tool not in writes:
+            continue
+        args = call.args if isinstance(call.args, dict) else {}
+        named = {k: v for k, v in args.items() if _names_a_thing(v)}
+        calls.append({"tool": call.tool, "args": named} if named else {"tool": call.tool})
+    return [{"name": "action_sequence", "params": {"calls": calls}}] if calls else []
+
+
+def _names_a_thing(value: Any) -> bool:
+    if isinstance(value, bool | int | float):
+        return True
+    return isinstance(value, str) and candidates(value) == [value]
+
+
+def unproven(task: dict[str, Any], episode: Episode) -> str | None:
+    """Why a gold task has nothing that proves its work (no expected state, creation or
+    output, no check of what it did), or ``None`` when it has something."""
+    expected = task["expected"]
+    if not task["metadata"]["gold"] or task.get("validators"):
+        return None
+    if expected.get("state") or expected.get("created") or expected.get("outputs"):
+        return None
+    facts = answer_facts(episode)
+    if not facts:
+        return "changed nothing observable, and its answer states no fact a tool result backs"
+    return (
+        "changed nothing observable, and every fact its answer states is given to the agent "
+        "(in its instruction, the user's words or brief, the tools or the policy): "
+        + ", ".join(facts[:6])
+    )

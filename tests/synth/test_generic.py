@@ -161,7 +161,8 @@ def test_required_outputs_are_distinctive_facts_backed_by_results() -> None:
     only_said = _ep(8, [("get_invoice", {"invoice_id": "INV-0042"}, {"id": "INV-0042"}, None)], "")
     only_said.messages[-1] = Message(role="assistant", content="INV-0042 is paid.")
     only_said.messages[0] = Message(role="user", content="Is INV-0042 paid?")
-    assert required_outputs(only_said) == ["INV-0042"]  # nothing else left: the user's id
+    # the user's own id proves nothing, even when nothing else is left
+    assert required_outputs(only_said) == []
 
 
 def test_an_error_seen_once_is_not_a_tool_that_always_fails() -> None:
