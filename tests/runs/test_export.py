@@ -23,7 +23,7 @@ from simforge.runs.export import (
 )
 from simforge.runs.matrix import RunConfig
 from simforge.runs.runner import execute, prepare
-from simforge.runs.store import EPISODES, RunStore
+from simforge.runs.store import EPISODES, RunStore, compress_trajectory
 from simforge.trace.episode import Episode, Message, Source, TaskSpec
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -320,8 +320,9 @@ def test_bad_runs_are_named_before_anything_is_written(mini, sqlite_url, tmp_pat
     assert [p for p in tmp_path.iterdir() if not p.name.startswith("runs.db")] == []
 
 
+@pytest.mark.parametrize("kept", ["compressed", "text"])  # as the store writes it; as older rows
 def test_an_unreadable_trajectory_is_named_and_leaves_the_previous_export(mini, sqlite_url,
-                                                                        tmp_path):
+                                                                        tmp_path, kept):
     store = RunStore(sqlite_url)
     run_id = _run(store, mini, "oracle")
     folder = tmp_path / "exports"
@@ -329,9 +330,11 @@ def test_an_unreadable_trajectory_is_named_and_leaves_the_previous_export(mini, 
     export_runs(store, [run_id], "openai-jsonl", out)
     before = {p.name: p.read_bytes() for p in folder.iterdir()}
     key = store.episodes(run_id)[-1]["key"]
+    broken = '{"id": "x", "messages": 3}'
+    values = ({"trajectory": None, "trajectory_z": compress_trajectory(broken)}
+              if kept == "compressed" else {"trajectory": broken, "trajectory_z": None})
     with store.engine.begin() as conn:
-        conn.execute(update(EPISODES).where(EPISODES.c.key == key)
-                     .values(trajectory='{"id": "x", "messages": 3}'))
+        conn.execute(update(EPISODES).where(EPISODES.c.key == key).values(**values))
     with pytest.raises(ExportError, match=re.escape(f"run '{run_id}', episode '{key}': its stored trajectory cannot be read")):
         export_runs(store, [run_id], "openai-jsonl", out)
     with pytest.raises(ExportError, match="cannot be read"):
