@@ -3,9 +3,11 @@
 Validators see an Episode and a World, never the kernel, so a production trace replayed into a
 world is scored exactly like a simulated run. Two things a few validators need are optional:
 ``tools`` (the pack's catalog, to replay reference actions and to tell reads from writes) and
-``budgets`` (the scenario's steps and simulated seconds, for ``efficiency``). When a caller does
-not hand them over, :meth:`ScoringContext.catalog` and :meth:`ScoringContext.scenario_budgets`
-find them through the scenario registry by the trajectory's scenario id.
+``budgets`` (the scenario's steps and simulated seconds, for ``efficiency``). The caller hands
+them over (the environment does); the scorer never looks them up in a process-global registry,
+so two scenarios of the same id from different folders, or with different validator plugins,
+score each by its own. Without a catalog, reads are told from writes by their names (``get_``,
+``list_``, ``search_``, ...), and a validator that cannot work without one says so.
 
 A context also indexes what validators look up, each built once, the first time one asks: the
 calls by tool (with their positions, so a validator that looks for calls of some tools touches
@@ -50,22 +52,18 @@ class ScoringContext:
         return (sim.final_answer if sim else None) or ""
 
     def catalog(self) -> Mapping[str, Tool] | None:
-        """The pack's tools: given by the caller, or the registered scenario's pack."""
-        if self.tools is not None:
-            return self.tools
-        loaded = self._loaded
-        return loaded.pack.catalog if loaded is not None else None
+        """The pack's tools, as the caller gave them (``None`` when it did not)."""
+        return self.tools
 
     def scenario_budgets(self) -> Mapping[str, float | int | None]:
-        """``{max_steps, max_sim_seconds}``: given, from ``settings["budgets"]``, or the
-        registered scenario's; empty when none is known."""
+        """``{max_steps, max_sim_seconds}``: given, or from ``settings["budgets"]``; empty when
+        neither is."""
         if self.budgets is not None:
             return self.budgets
         if isinstance(self.settings.get("budgets"), Mapping):
             given: Mapping[str, float | int | None] = self.settings["budgets"]
             return given
-        loaded = self._loaded
-        return loaded.scenario.budgets.model_dump() if loaded is not None else {}
+        return {}
 
     def is_write(self, tool: str) -> bool:
         """Whether ``tool`` writes: from the catalog (a tool outside it wrote nothing), else
@@ -190,15 +188,3 @@ class ScoringContext:
     @cached_property
     def _derived(self) -> dict[str, Any]:
         return {}
-
-    @cached_property
-    def _loaded(self) -> Any:
-        sim = self.trajectory.simulation
-        if sim is None:
-            return None
-        from simforge.scenario.registry import default_registry
-
-        try:
-            return default_registry.get(sim.scenario)
-        except Exception:  # a fallback only: an unregistered scenario has no catalog to offer
-            return None

@@ -51,8 +51,7 @@ def reference_diff(ctx: ScoringContext) -> list[Change]:
     tools = ctx.catalog()
     if tools is None:
         raise ReferenceReplayError(
-            "replay_oracle needs the pack's tools: pass ScoringContext(tools=...) or register "
-            "the scenario"
+            "replay_oracle needs the pack's tools: pass ScoringContext(tools=...)"
         )
     world = World(ctx.world.schemas, base)
     index: dict[str, int] = {}

@@ -34,6 +34,7 @@ class Trace:
         self.messages: list[Message] = [Message(role="user", content="Please help.")]
         self.faults: list[InjectedFault] = []
         self.now = 0.0
+        self._written = 0.0  # the world's clock only moves forward, whatever calls' times do
 
     def say(self, role: str, content: str) -> Trace:
         self.messages.append(Message(role=role, content=content, timestamp=self.now))  # type: ignore[arg-type]
@@ -82,7 +83,8 @@ class Trace:
         return self
 
     def write(self, entity: str, id: str, **changes: Any) -> Trace:
-        self.world.update(entity, id, changes, now=self.now)
+        self._written = max(self._written, self.now)
+        self.world.update(entity, id, changes, now=self._written)
         return self
 
     def ctx(

@@ -27,7 +27,8 @@ def _ctx(task: str, edit=None, scenario: str = "refund_damaged_order") -> Scorin
     assert env.session is not None and env.task is not None
     if edit is not None:
         edit(env.session.world)
-    return ScoringContext(env.trajectory(), env.session.world, env.task)
+    return ScoringContext(env.trajectory(), env.session.world, env.task,
+                          tools=env.pack.catalog, budgets=env.scenario.budgets.model_dump())
 
 
 def _refund(world, amount=149.99, ledger=True, status=None):
