@@ -1,28 +1,37 @@
-"""One tool call in simulated time: capacity, then latency, then the handler.
+"""One tool call in simulated time, as a short sequence of stages: capacity, latency, the
+handler, the effects on its answer.
 
-:class:`CallPipeline` is the hot path of training: with no fault plan, capacity limit or timeout
-a call is one :class:`CallOutcome` and one timeout whose callback runs the handler. Every other
-call (a fault decision, a full tool, a deadline that the latency passes) is a
-:class:`~simforge.sim.staged.StagedCall` (see that module). A fault plan (``session.plan``) is
-consulted once per call; what fired comes back as a
-:class:`~simforge.faults.effects.CallFaults` that the staged call applies at each stage: reject
-before running, change the latency, hang to the deadline or drop the connection, change how the
-handler's reads and writes land, rewrite the result. A fault wraps the handler, the way a
-transport wraps a transport in httpx.
+:class:`Stages` is the call: one hook per stage (:meth:`~Stages.capacity`, :meth:`~Stages.draw`,
+:meth:`~Stages.respond` with :meth:`~Stages.handle`, :meth:`~Stages.fail`), and
+:meth:`Stages.sequence`, the stages in order as the simpy events a call waits on. A fault plan
+(``session.plan``) is consulted once per call; what fired comes back as a
+:class:`~simforge.faults.effects.CallFaults`, each fault having set what it overrides at one stage
+(:meth:`FaultKind.add_to <simforge.faults.kinds.FaultKind.add_to>`): refuse at the gateway,
+change the latency, hang to the deadline or drop the connection, change how the handler's reads
+and writes land, rewrite the result or its bytes. A fault wraps one stage, the way a transport
+wraps a transport in httpx.
+
+The common case of training (no fault, a free slot, an answer before any deadline) is the
+sequence's specialisation (:meth:`Stages.launch`): one timeout for the latency, whose callback is
+the answer stage. Every other call runs the whole sequence (:class:`StagedCall`), without a simpy
+process: the same events at the same moments, so the order of draws and of ties in simulated time
+is the process's. :class:`CallPipeline` starts calls for a session: ids, per-tool counts, the
+surface view, the fault decision.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections import deque
 from collections.abc import Callable, Generator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import simpy
+from simpy.events import URGENT
 
 from simforge.faults.kinds import Where
 from simforge.faults.wire import encode
-from simforge.sim.staged import StagedCall
 from simforge.tools.context import ToolContext
 from simforge.tools.errors import ToolError, ToolNotFound
 from simforge.tools.tool import Tool
@@ -31,6 +40,7 @@ from simforge.trace.episode import InjectedFault
 if TYPE_CHECKING:
     from simforge.faults.effects import CallFaults
     from simforge.sim.session import Session
+    from simforge.tools.spec import ToolSpec
 
 NO_FAULTS: tuple[InjectedFault, ...] = ()
 
@@ -110,7 +120,7 @@ class Capacity(simpy.Resource):
 
     def __init__(self, env: simpy.Environment, capacity: int = 1) -> None:
         super().__init__(env, capacity)
-        self._freed = _Freed(self._trigger_put)
+        self._freed = Marker(self._trigger_put)
 
     def has_room(self) -> bool:
         """A slot is free and nobody is queued for one: a request now would be granted."""
@@ -125,12 +135,24 @@ class Capacity(simpy.Resource):
         self.users.remove(holder)  # type: ignore[arg-type]
         self._env.schedule(self._freed)  # type: ignore[arg-type]
 
+    def leave(self, holder: object, request: simpy.resources.resource.Request | None) -> None:
+        """Give back the slot ``holder`` took: with :meth:`hold`, or with ``request``."""
+        if request is None:
+            self.free(holder)
+        else:
+            self.release(request)
 
-class _Freed:
-    """The stand-in for a processed ``Release`` in simpy's event queue: what ``Environment.step``
-    reads of an event (``callbacks``, ``_ok``), nothing more. One per resource, scheduled as
-    often as slots are freed: ``callbacks`` always answers the same callback, and the step's
-    clearing of it after use is ignored."""
+
+class Marker:
+    """A stand-in for an event that has succeeded, in simpy's event queue: what
+    ``Environment.step`` reads of an event (``callbacks``, ``_ok``), nothing more, scheduled with
+    the public ``Environment.schedule``. ``callbacks`` always answers the same callback, and the
+    step's clearing of it after use is ignored, so one marker can be scheduled as often as needed:
+    a :class:`Capacity` has one, scheduled where simpy's ``Release`` would be processed; a
+    :class:`StagedCall` starts with one at URGENT priority, where a process's ``Initialize``
+    would be. This is the one place the kernel leans on more than simpy's documented behaviour
+    (simpy is pinned to 4.1; ``tests/sim/test_staged.py`` checks both uses against simpy's own
+    events)."""
 
     __slots__ = ("_callbacks",)
     _ok = True
@@ -147,161 +169,215 @@ class _Freed:
         pass
 
 
-class CallPipeline:
-    """Starts calls for a session and runs each through capacity, latency and handler."""
+REJECT_LATENCY = 0.005
+"""Seconds a gateway takes to refuse a call (rate limit, outage): much less than a real call."""
+
+
+def timeout_error(tool: str, timeout: float | None) -> ToolError:
+    return ToolError(504, "timeout", f"{tool} did not answer within {timeout or 0:g} s")
+
+
+class Stages:
+    """One call's stages for a session, one hook each, and the order they run in
+    (:meth:`sequence`). This is the whole interface of a call: the lean case and the sequence
+    use these hooks and nothing else of the pipeline."""
+
+    __slots__ = ("session",)
 
     def __init__(self, session: Session) -> None:
         self.session = session
-        self.counts: dict[str, int] = {}
-        self.background_counts: dict[str, int] = {}
-        # ids issued so far; a session whose record keeps only its last N calls (a long-lived
-        # sandbox) keeps ids unique among those N, not over every call it ever served
-        self._ids: set[str] = set()
-        self._issued = 0
-        limit = session.recorder.calls.maxlen
-        self._id_window: deque[str] | None = deque() if limit is not None else None
-        self._id_limit = limit or 0
 
-    def start(self, tool_name: str, args: Any, call_id: str | None) -> CallOutcome:
+    def launch(self, tool: Tool, out: CallOutcome, fx: CallFaults | None) -> None:
+        """Start a call. The lean case (no fault fired, a free slot, an answer before any
+        deadline) is the sequence with nothing to wait on but the latency: its draw now, then
+        one timeout whose callback is the answer stage. Everything else is the whole
+        :meth:`sequence`, handed what was already drawn."""
         session = self.session
-        now = session.env.now
-        surface = session.surface
-        if surface is not None:
-            return self._start_surfaced(tool_name, args, call_id, now)
-        index = self.counts.get(tool_name, 0)
-        self.counts[tool_name] = index + 1
-        outcome = CallOutcome(tool_name, args, self._unique_id(call_id), index, now)
-        tool = session.tools.get(tool_name)
-        if tool is None:
-            outcome.fail(ToolNotFound(tool_name, list(session.tools)), now)
-            return outcome
-        # what _planned does, inline: this is every call's path
-        faults = None
-        if session.plan is not None:
-            faults = session.plan.decide(tool.spec, outcome.call_id, index, args, now)
-            if faults is not None:
-                outcome.faults = faults.records
-        self._launch(tool, outcome, faults)
-        return outcome
+        drawn = None
+        if fx is None:
+            resource = self.capacity(tool.spec)
+            if resource is None or resource.has_room():
+                drawn = self.draw(tool, out)
+                latency, natural = drawn
+                timeout = session.call_timeout
+                if timeout is None or latency <= timeout:
+                    if resource is not None:
+                        resource.hold(out)
 
-    def _start_surfaced(
-        self, tool_name: str, args: Any, call_id: str | None, now: float
-    ) -> CallOutcome:
-        """A call through the episode's surface view: under the real tool's name and argument
-        names, with what the agent sent kept beside (``called_as``)."""
-        surface = self.session.surface
-        assert surface is not None
-        refused: ToolError | None = None
-        try:
-            tool, real_args = surface.resolve(tool_name, args, now)
-        except ToolError as exc:
-            tool, real_args, refused = None, args, exc
-        name = tool.name if tool is not None else tool_name
-        index = self.counts.get(name, 0)
-        self.counts[name] = index + 1
-        outcome = CallOutcome(name, real_args, self._unique_id(call_id), index, now)
-        if name != tool_name or real_args is not args:
-            outcome.called_as = (tool_name, args)
-        if refused is not None:
-            outcome.fail(refused, now)
-            return outcome
-        if tool is None:
-            outcome.fail(ToolNotFound(tool_name, list(surface.offered(now))), now)
-            return outcome
-        return self._planned(tool, outcome, real_args, now)
+                    def answer(_: simpy.Event) -> None:
+                        out.process = None
+                        try:
+                            self.respond(tool, out, None, natural)
+                        finally:
+                            if resource is not None:
+                                resource.free(out)
 
-    def _planned(self, tool: Tool, outcome: CallOutcome, args: Any, now: float) -> CallOutcome:
-        session = self.session
-        index = outcome.call_index
-        faults = None
-        if session.plan is not None:
-            faults = session.plan.decide(tool.spec, outcome.call_id, index, args, now)
-            if faults is not None:
-                outcome.faults = faults.records
-        self._launch(tool, outcome, faults)
-        return outcome
+                    event = session.env.timeout(latency)
+                    event.callbacks.append(answer)
+                    out.process = event
+                    return
+        self.run(out, self.sequence(tool, out, fx, drawn))
 
-    def start_background(self, tool: Tool, args: Any) -> CallOutcome:
-        """A call from another user: it competes for capacity and runs its handler, but is not
-        the agent's, so it is neither recorded nor counted in the agent's fault schedule."""
-        index = self.background_counts.get(tool.name, 0)
-        self.background_counts[tool.name] = index + 1
-        outcome = CallOutcome(
-            tool.name, args, f"bg-{tool.name}-{index}", index, self.session.env.now
-        )
-        self._launch(tool, outcome, None)
-        return outcome
+    def run(self, out: CallOutcome, sequence: Generator[simpy.Event, Any, None]) -> None:
+        """Drive a call's sequence: a :class:`StagedCall`, the process it stands for minus the
+        ``Process`` (the tests run it as a simpy process too, as the reference)."""
+        StagedCall(self.session.env, out, sequence)
 
-    def _launch(self, tool: Tool, out: CallOutcome, fx: CallFaults | None) -> None:
-        """Start a call. The common case (no fault fired, a free slot, an answer before any
-        deadline) is one timeout whose callback runs the handler. Everything else (a fault
-        decision, a full tool, a deadline the latency passes) is a :class:`StagedCall`."""
+    def sequence(
+        self,
+        tool: Tool,
+        out: CallOutcome,
+        fx: CallFaults | None,
+        drawn: tuple[float, ToolError | None] | None = None,
+    ) -> Generator[simpy.Event, Any, None]:
+        """The call, stage by stage, yielding each event it waits on: the gateway, capacity (up
+        to the deadline), latency, then the handler and its effects, or what a fault does
+        instead. ``drawn`` is the latency and natural error :meth:`launch` already drew."""
         session = self.session
         env = session.env
-        spec = tool.spec
-        if fx is not None:
-            StagedCall(self, tool, out, fx, None)
+        name = tool.spec.name
+        # the gateway: a refusal (rate limit, outage) answers in 5 ms, with no slot, no handler
+        if fx is not None and fx.reject is not None:
+            yield env.timeout(REJECT_LATENCY)
+            self.fail(out, fx, fx.reject)
             return
-        resource = self._resource(spec.name, spec.capacity)
-        if resource is not None and not resource.has_room():
-            StagedCall(self, tool, out, None, None)
-            return
-        latency = spec.latency.sample(session.streams("latency", spec.name))
-        natural = self._natural_error(tool, out)
         timeout = session.call_timeout
-        if timeout is not None and latency > timeout:
-            StagedCall(self, tool, out, None, (latency, natural))
-            return
+        if fx is not None and fx.hang is not None and timeout is None:
+            timeout = fx.hang.after
+        deadline = None if timeout is None else out.started_at + timeout
+        # capacity: a free slot now, else the queue, given up at the deadline
+        resource = self.capacity(tool.spec)
+        request = None
         if resource is not None:
-            resource.hold(out)
-
-        def done(_: simpy.Event) -> None:
-            out.process = None
-            try:
-                if natural is not None:
-                    self._answer(out, None, natural)
+            if resource.has_room():
+                resource.hold(out)  # as ``request()`` would take it, minus its event
+                yield env.timeout(0)  # where the granted ``Request`` would be processed
+            else:
+                request = resource.request()
+                if deadline is not None and not request.triggered:
+                    yield request | env.timeout(deadline - env.now)
+                    if not request.triggered:
+                        request.cancel()
+                        self.fail(out, fx, timeout_error(name, timeout))
+                        return
                 else:
-                    self._execute(tool, out, None, record=True)
-            finally:
+                    yield request
+        try:
+            # latency: the tool's draw and its error model, then what the faults make of it
+            latency, natural = drawn if drawn is not None else self.draw(tool, out)
+            if fx is not None:
+                latency = fx.latency(latency)
+                if fx.hang is not None and deadline is not None:
+                    yield env.timeout(max(0.0, deadline - env.now))
+                    self.drop(tool, out, fx, natural, fx.hang.effect,
+                              timeout_error(name, timeout))
+                    return
+                if fx.reset is not None:
+                    yield env.timeout(latency)
+                    self.drop(tool, out, fx, natural, fx.reset.effect,
+                              ToolError(0, "connection_reset", "connection reset by peer"))
+                    return
+            if deadline is not None and env.now + latency > deadline:
+                # the client gives up at the deadline; the server finishes later, unseen, and
+                # only then gives the slot back
+                yield env.timeout(deadline - env.now)
+                self.fail(out, fx, timeout_error(name, timeout))
+                release = None
                 if resource is not None:
-                    resource.free(out)
+                    release = functools.partial(resource.leave, out, request)
+                env.process(
+                    self.finish_late(tool, out, out.started_at + latency, natural, release)
+                )
+                resource = None
+                return
+            yield env.timeout(latency)
+            # the handler (or the error the model drew), and the effects on its answer
+            self.respond(tool, out, fx, natural)
+        finally:
+            if resource is not None:
+                resource.leave(out, request)
+        # the server is done (its slot is free); a slow body is still on its way
+        transfer = self.transfer(out, fx)
+        if transfer > 0:
+            out.ended_at = env.now + transfer
+            yield env.timeout(transfer)
 
-        event = env.timeout(latency)
-        event.callbacks.append(done)
-        out.process = event
+    # -- the stages' hooks ---------------------------------------------------------------------
 
-    def _resource(self, name: str, capacity: int | None) -> Capacity | None:
-        if capacity is None:
+    def capacity(self, spec: ToolSpec) -> Capacity | None:
+        """The tool's slots (made on its first call), or ``None`` if it has no limit."""
+        if spec.capacity is None:
             return None
-        resource = self.session.resources.get(name)
+        resources = self.session.resources
+        resource = resources.get(spec.name)
         if resource is None:
-            resource = self.session.resources[name] = Capacity(self.session.env, capacity)
+            resource = resources[spec.name] = Capacity(self.session.env, spec.capacity)
         return resource
 
-    def _unique_id(self, call_id: str | None) -> str:
-        ids = self._ids
-        if call_id is None or call_id in ids:
-            base = call_id or "call"
-            n = self._issued + 1
-            call_id = f"{base}_{n}"
-            while call_id in ids:
-                n += 1
-                call_id = f"{base}_{n}"
-        ids.add(call_id)
-        self._issued += 1
-        window = self._id_window
-        if window is not None:
-            window.append(call_id)
-            if len(window) > self._id_limit:
-                ids.discard(window.popleft())
-        return call_id
+    def draw(self, tool: Tool, out: CallOutcome) -> tuple[float, ToolError | None]:
+        """The latency, from the tool's stream, and the error its error model draws (or
+        ``None``), noted among the call's faults."""
+        session = self.session
+        spec = tool.spec
+        latency = spec.latency.sample(session.streams("latency", spec.name))
+        model = spec.errors
+        if model.rate <= 0:
+            return latency, None
+        if session.streams("errors", tool.name).random() >= model.rate:
+            return latency, None
+        fault = InjectedFault(
+            kind="error_status",
+            tool=tool.name,
+            call_id=out.call_id,
+            call_index=out.call_index,
+            sim_time=session.env.now,
+            rule="error_model",
+            params={"status": model.status},
+        )
+        if isinstance(out.faults, list):
+            out.faults.append(fault)  # the fault plan's records: ``observed`` reaches it too
+        else:
+            out.faults = [fault]
+        return latency, ToolError(model.status, "unavailable", model.message)
 
-    def _answer(self, out: CallOutcome, fx: CallFaults | None, error: ToolError) -> None:
+    def respond(
+        self, tool: Tool, out: CallOutcome, fx: CallFaults | None, natural: ToolError | None
+    ) -> None:
+        """The answer at the end of the latency: the error drawn, or the handler's result."""
+        if natural is not None:
+            self.fail(out, fx, natural)
+        else:
+            self.handle(tool, out, fx, record=True)
+
+    def fail(self, out: CallOutcome, fx: CallFaults | None, error: ToolError) -> None:
+        """Answer ``error`` (what fired on the call notes that the agent saw it)."""
         out.fail(error, self.session.env.now)
         if fx is not None:
             fx.observed(out.error)
 
-    def _finish_late(
+    def drop(
+        self,
+        tool: Tool,
+        out: CallOutcome,
+        fx: CallFaults,
+        natural: ToolError | None,
+        effect: str,
+        error: ToolError,
+    ) -> None:
+        """The client gets ``error`` instead of an answer (a hang, a reset); the server did the
+        work all the same when ``effect`` is ``applied``."""
+        if effect == "applied" and natural is None:
+            self.handle(tool, out, fx, record=False)
+        self.fail(out, fx, error)
+
+    def transfer(self, out: CallOutcome, fx: CallFaults | None) -> float:
+        """Seconds a slow body (:class:`~simforge.faults.wire.SlowBody`) takes to arrive."""
+        wire = fx.wire if fx is not None else None
+        if wire is None or not hasattr(wire, "transfer") or out.error is not None:
+            return 0.0
+        return float(wire.transfer(len(encode(out.result))))
+
+    def finish_late(
         self,
         tool: Tool,
         out: CallOutcome,
@@ -316,7 +392,7 @@ class CallPipeline:
         key = None
         if natural is None:
             key = session.commit_later(
-                at, lambda now: self._execute(tool, out, None, record=False, now=now)
+                at, lambda now: self.handle(tool, out, None, record=False, now=now)
             )
         try:
             if at > env.now:
@@ -327,29 +403,7 @@ class CallPipeline:
             if release is not None:
                 release()
 
-    def _natural_error(self, tool: Tool, out: CallOutcome) -> ToolError | None:
-        model = tool.spec.errors
-        if model.rate <= 0:
-            return None
-        rng = self.session.streams("errors", tool.name)
-        if rng.random() >= model.rate:
-            return None
-        fault = InjectedFault(
-            kind="error_status",
-            tool=tool.name,
-            call_id=out.call_id,
-            call_index=out.call_index,
-            sim_time=self.session.env.now,
-            rule="error_model",
-            params={"status": model.status},
-        )
-        if isinstance(out.faults, list):
-            out.faults.append(fault)  # the fault plan's records: ``observed`` reaches it too
-        else:
-            out.faults = [fault]
-        return ToolError(model.status, "unavailable", model.message)
-
-    def _execute(
+    def handle(
         self,
         tool: Tool,
         out: CallOutcome,
@@ -358,8 +412,9 @@ class CallPipeline:
         record: bool,
         now: float | None = None,
     ) -> None:
-        """Run the handler against the world at ``now`` (the simulated time unless a committed
-        effect lands at its own time when the episode ends)."""
+        """The handler against the world at ``now`` (the simulated time unless a committed
+        effect lands at its own time when the episode ends), with what the faults change of
+        its reads and writes, then of its result; ``record`` is whether the agent sees it."""
         session = self.session
         world = session.world
         if now is None:
@@ -388,12 +443,12 @@ class CallPipeline:
             if snapshot is not None:
                 world.restore(snapshot)
             if record:
-                self._answer(out, fx, exc)
+                self.fail(out, fx, exc)
             return
         except Exception as exc:  # an uninjected infrastructure failure, never the agent's
             session.mark_invalid(f"{tool.name}: handler raised {type(exc).__name__}: {exc}")
             if record:
-                self._answer(out, fx, ToolError(500, "internal_error", "internal server error"))
+                self.fail(out, fx, ToolError(500, "internal_error", "internal server error"))
             return
         if snapshot is not None and fx is not None:
             self._divert_writes(snapshot, fx)
@@ -434,3 +489,130 @@ class CallPipeline:
             session.land(key)
 
         env.process(land(fx.write_lag))
+
+
+class StagedCall:
+    """Runs a call's :meth:`Stages.sequence` on simpy's events as a process would, without the
+    process: it starts at URGENT priority where the process's ``Initialize`` would be (a
+    :class:`Marker`), resumes the sequence from a callback on each event it yields, and
+    triggers ``done`` where the process itself would have ended. The events, their moments and
+    priorities are the process's, so the order of draws and of ties is too; what goes is the
+    ``Process`` object and simpy's resumption around each ``yield``."""
+
+    __slots__ = ("done", "out", "stages")
+
+    def __init__(
+        self, env: simpy.Environment, out: CallOutcome, stages: Generator[simpy.Event, Any, None]
+    ) -> None:
+        self.stages = stages
+        self.out = out
+        self.done = out.process = simpy.Event(env)
+        env.schedule(Marker(self.resume), URGENT)  # type: ignore[arg-type]
+
+    def resume(self, _: object) -> None:
+        """Run the next stage, up to the event it waits on (or the end of the call)."""
+        try:
+            event = next(self.stages)
+        except StopIteration:
+            self.out.process = None
+            self.done.succeed()
+            return
+        event.callbacks.append(self.resume)
+
+
+class CallPipeline:
+    """Starts calls for a session: an id, the per-tool count, the surface view and the fault
+    decision, then the call's :class:`Stages`."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.stages = Stages(session)
+        self.counts: dict[str, int] = {}
+        self.background_counts: dict[str, int] = {}
+        # ids issued so far; a session whose record keeps only its last N calls (a long-lived
+        # sandbox) keeps ids unique among those N, not over every call it ever served
+        self._ids: set[str] = set()
+        self._issued = 0
+        limit = session.recorder.calls.maxlen
+        self._id_window: deque[str] | None = deque() if limit is not None else None
+        self._id_limit = limit or 0
+
+    def start(self, tool_name: str, args: Any, call_id: str | None) -> CallOutcome:
+        session = self.session
+        now = session.env.now
+        tool: Tool | None
+        if session.surface is not None:
+            tool, outcome = self._surfaced(tool_name, args, call_id, now)
+            if tool is None:
+                return outcome
+            args = outcome.args
+        else:
+            index = self.counts.get(tool_name, 0)
+            self.counts[tool_name] = index + 1
+            outcome = CallOutcome(tool_name, args, self._unique_id(call_id), index, now)
+            tool = session.tools.get(tool_name)
+            if tool is None:
+                outcome.fail(ToolNotFound(tool_name, list(session.tools)), now)
+                return outcome
+        faults = None
+        if session.plan is not None:
+            faults = session.plan.decide(tool.spec, outcome.call_id, outcome.call_index, args, now)
+            if faults is not None:
+                outcome.faults = faults.records
+        self.stages.launch(tool, outcome, faults)
+        return outcome
+
+    def _surfaced(
+        self, tool_name: str, args: Any, call_id: str | None, now: float
+    ) -> tuple[Tool | None, CallOutcome]:
+        """A call through the episode's surface view: under the real tool's name and argument
+        names, with what the agent sent kept beside (``called_as``). The tool is ``None`` when
+        the call is already answered (refused, or no such tool)."""
+        surface = self.session.surface
+        assert surface is not None
+        refused: ToolError | None = None
+        try:
+            tool, real_args = surface.resolve(tool_name, args, now)
+        except ToolError as exc:
+            tool, real_args, refused = None, args, exc
+        name = tool.name if tool is not None else tool_name
+        index = self.counts.get(name, 0)
+        self.counts[name] = index + 1
+        outcome = CallOutcome(name, real_args, self._unique_id(call_id), index, now)
+        if name != tool_name or real_args is not args:
+            outcome.called_as = (tool_name, args)
+        if refused is not None:
+            outcome.fail(refused, now)
+            return None, outcome
+        if tool is None:
+            outcome.fail(ToolNotFound(tool_name, list(surface.offered(now))), now)
+        return tool, outcome
+
+    def start_background(self, tool: Tool, args: Any) -> CallOutcome:
+        """A call from another user: it competes for capacity and runs its handler, but is not
+        the agent's, so it is neither recorded nor counted in the agent's fault schedule."""
+        index = self.background_counts.get(tool.name, 0)
+        self.background_counts[tool.name] = index + 1
+        outcome = CallOutcome(
+            tool.name, args, f"bg-{tool.name}-{index}", index, self.session.env.now
+        )
+        self.stages.launch(tool, outcome, None)
+        return outcome
+
+    def _unique_id(self, call_id: str | None) -> str:
+        ids = self._ids
+        if call_id is None or call_id in ids:
+            base = call_id or "call"
+            n = self._issued + 1
+            call_id = f"{base}_{n}"
+            while call_id in ids:
+                n += 1
+                call_id = f"{base}_{n}"
+        ids.add(call_id)
+        self._issued += 1
+        window = self._id_window
+        if window is not None:
+            window.append(call_id)
+            if len(window) > self._id_limit:
+                ids.discard(window.popleft())
+        return call_id

@@ -1,172 +1,47 @@
 """Calls that are not the lean case (a fault decision, a full tool, a deadline that the latency
-passes) run as staged callbacks, not simpy processes. The reference here is the process they
-replace, kept verbatim: the same seed and actions must give the same trajectory, fault records
-and what the agent saw included, at every tie of simulated time."""
+passes) run their stages (``Stages.sequence``, a generator) driven by a ``StagedCall``, not a
+simpy process. The reference here is the same sequence run as a simpy process: the same seed and
+actions must give the same trajectory, fault records and what the agent saw included, at every
+tie of simulated time."""
 
 from __future__ import annotations
 
 from collections.abc import Generator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 import simpy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from simpy.events import NORMAL
 
 from simforge.faults import FaultProfile
-from simforge.sim import CallRequest, Session, staged
-from simforge.sim.calls import CallOutcome, CallPipeline
-from simforge.sim.staged import REJECT_LATENCY, start_urgently, timeout_error
+from simforge.sim import CallRequest, Session, calls
+from simforge.sim.calls import REJECT_LATENCY, CallOutcome, CallPipeline, StagedCall, Stages
 from simforge.tools import Constant, LogNormal
-from simforge.tools.errors import ToolError
 from simforge.tools.spec import ErrorModel
-from simforge.tools.tool import Tool
 from simforge.trace import TaskSpec
 
-if TYPE_CHECKING:
-    from simforge.faults.effects import CallFaults
+
+class ProcessStages(Stages):
+    """The reference: each call that is not the lean case runs its sequence as a simpy process
+    (the generator :meth:`Stages.sequence` is the call; :class:`StagedCall` only drives it)."""
+
+    def run(self, out: CallOutcome, sequence: Generator[simpy.Event, Any, None]) -> None:
+        ProcessPipeline.processes += 1
+        out.process = self.session.env.process(sequence)
 
 
 class ProcessPipeline(CallPipeline):
-    """The pipeline as it was on main before staged calls (823efff), copied verbatim but for the
-    names of ``_finish_late``: every call that is not the lean case is a simpy process."""
+    """The pipeline with :class:`ProcessStages`: every call that is not the lean case is a
+    simpy process."""
 
     processes = 0
     """Calls this reference ran as processes, over all instances (see the sanity test)."""
 
-    def _launch(self, tool: Tool, out: CallOutcome, fx: CallFaults | None) -> None:
-        """Start a call. The common case (no fault fired, a free slot, an answer before any
-        deadline) needs no process: one timeout whose callback runs the handler is the same
-        call in simulated time at about half the cost. Everything else is a process."""
-        session = self.session
-        env = session.env
-        spec = tool.spec
-        if fx is not None:
-            ProcessPipeline.processes += 1
-            out.process = env.process(self._run(tool, out, fx))
-            return
-        resource = self._resource(spec.name, spec.capacity)
-        if resource is not None and not resource.has_room():
-            ProcessPipeline.processes += 1
-            out.process = env.process(self._run(tool, out, None))
-            return
-        latency = spec.latency.sample(session.streams("latency", spec.name))
-        natural = self._natural_error(tool, out)
-        timeout = session.call_timeout
-        if timeout is not None and latency > timeout:
-            ProcessPipeline.processes += 1
-            out.process = env.process(self._run(tool, out, None, (latency, natural)))
-            return
-        if resource is not None:
-            resource.hold(out)
-
-        def done(_: simpy.Event) -> None:
-            out.process = None
-            try:
-                if natural is not None:
-                    self._answer(out, None, natural)
-                else:
-                    self._execute(tool, out, None, record=True)
-            finally:
-                if resource is not None:
-                    resource.free(out)
-
-        event = env.timeout(latency)
-        event.callbacks.append(done)
-        out.process = event
-
-    def _run(
-        self,
-        tool: Tool,
-        out: CallOutcome,
-        fx: CallFaults | None,
-        drawn: tuple[float, ToolError | None] | None = None,
-    ) -> Generator[simpy.Event, Any, None]:
-        """The call as a process; ``drawn`` is the latency and natural error already drawn by
-        :meth:`_launch` when it handed the call over."""
-        session = self.session
-        env = session.env
-        spec = tool.spec
-        if fx is not None and fx.reject is not None:
-            yield env.timeout(REJECT_LATENCY)
-            self._answer(out, fx, fx.reject)
-            return
-        timeout = session.call_timeout
-        if fx is not None and fx.hang is not None and timeout is None:
-            timeout = fx.hang.after
-        deadline = None if timeout is None else out.started_at + timeout
-        resource = self._resource(spec.name, spec.capacity)
-        request = None
-        if resource is not None:
-            request = resource.request()
-            if deadline is not None and not request.triggered:
-                yield request | env.timeout(deadline - env.now)
-                if not request.triggered:
-                    request.cancel()
-                    self._answer(out, fx, timeout_error(spec.name, timeout))
-                    return
-            else:
-                yield request
-        try:
-            if drawn is not None:
-                latency, natural = drawn
-            else:
-                latency = spec.latency.sample(session.streams("latency", spec.name))
-                natural = self._natural_error(tool, out)
-            if fx is not None:
-                latency = fx.latency(latency)
-                if fx.hang is not None and deadline is not None:
-                    yield env.timeout(max(0.0, deadline - env.now))
-                    if fx.hang.effect == "applied" and natural is None:
-                        self._execute(tool, out, fx, record=False)
-                    self._answer(out, fx, timeout_error(spec.name, timeout))
-                    return
-                if fx.reset is not None:
-                    yield env.timeout(latency)
-                    if fx.reset.effect == "applied" and natural is None:
-                        self._execute(tool, out, fx, record=False)
-                    self._answer(
-                        out, fx, ToolError(0, "connection_reset", "connection reset by peer")
-                    )
-                    return
-            if deadline is not None and env.now + latency > deadline:
-                yield env.timeout(deadline - env.now)
-                self._answer(out, fx, timeout_error(spec.name, timeout))
-                env.process(
-                    self._finish_late_ref(tool, out, out.started_at + latency, natural, request)
-                )
-                request = None
-                return
-            yield env.timeout(latency)
-            if natural is not None:
-                self._answer(out, fx, natural)
-            else:
-                self._execute(tool, out, fx, record=True)
-        finally:
-            if request is not None and resource is not None:
-                resource.release(request)
-
-    def _finish_late_ref(
-        self, tool: Tool, out: CallOutcome, at: float, natural: ToolError | None, request: Any
-    ) -> Generator[simpy.Event, Any, None]:
-        """The server keeps working after the client gave up: the effect lands, unseen (or
-        when the episode ends first: the commit is the session's, not the call path's, so the
-        reference registers it as the pipeline does)."""
-        session = self.session
-        env = session.env
-        key = None
-        if natural is None:
-            key = session.commit_later(
-                at, lambda now: self._execute(tool, out, None, record=False, now=now)
-            )
-        try:
-            if at > env.now:
-                yield env.timeout(at - env.now)
-            if key is not None:
-                session.land(key)
-        finally:
-            if request is not None:
-                self.session.resources[tool.name].release(request)
+    def __init__(self, session: Session) -> None:
+        super().__init__(session)
+        self.stages = ProcessStages(session)
 
 
 FAULTS = st.sampled_from(
@@ -342,9 +217,10 @@ def test_a_staged_call_is_no_process_and_waits_on_one_event(mini_pack):
 
 
 def test_a_staged_call_starts_where_a_process_would():
-    """``start_urgently`` leans on ``simpy.events.Initialize`` calling ``_resume`` at URGENT
-    priority: ahead of a normal event already due now, in turn with processes started around it.
-    If simpy changes that, this fails (and so would the property above)."""
+    """A ``StagedCall`` starts with a ``Marker`` scheduled at URGENT priority where a process's
+    ``Initialize`` would be: ahead of a normal event already due now, in turn with processes
+    started around it. If simpy changes how it reads an event, this fails (and so would the
+    property above)."""
     env = simpy.Environment()
     order: list[object] = []
 
@@ -352,21 +228,19 @@ def test_a_staged_call_starts_where_a_process_would():
         order.append(name)
         yield env.timeout(0)
 
-    class Stage:
-        def _resume(self, event: simpy.Event) -> None:
-            order.append(("staged", event.triggered, event.ok, env.now))
-
     env.timeout(0).callbacks.append(lambda _: order.append("normal, scheduled first"))
     env.process(proc("process before"))
-    start_urgently(env, Stage())  # type: ignore[arg-type]
+    out = CallOutcome("t", {}, "c", 0, 0.0)
+    StagedCall(env, out, proc("staged"))
     env.process(proc("process after"))
     env.run()
     assert order == [
         "process before",
-        ("staged", True, True, 0),
+        "staged",
         "process after",
         "normal, scheduled first",
     ]
+    assert out.process is None  # the call let its ``done`` event go once it ended
 
 
 def test_the_comparison_sees_the_order_of_events_at_a_tie(mini_pack, monkeypatch):
@@ -382,8 +256,5 @@ def test_the_comparison_sees_the_order_of_events_at_a_tie(mini_pack, monkeypatch
     assert ProcessPipeline.processes > before
     assert _play(mini_pack, CallPipeline, *args) == reference
 
-    def normal_start(env: simpy.Environment, call: Any) -> None:
-        env.timeout(0).callbacks.append(call._resume)
-
-    monkeypatch.setattr(staged, "start_urgently", normal_start)
+    monkeypatch.setattr(calls, "URGENT", NORMAL)  # a staged call started at normal priority
     assert _play(mini_pack, CallPipeline, *args) != reference

@@ -1,0 +1,101 @@
+"""Two trees of simforge against each other on the call path: a change's before and after.
+
+Run: ``python benchmarks/trees.py BEFORE AFTER [--rounds 20]`` (each a checkout's root, e.g. main
+exported with ``git archive HEAD | tar -x -C /tmp/before``).
+
+Each round runs one fresh interpreter per tree (the order alternating), with that tree on
+``PYTHONPATH`` and its own ``benchmarks/`` on ``sys.path``; each interpreter measures, six times
+over in rotating order, simpy's process per call (``kernel.bare_simpy``, the in-process
+baseline) and 1,000 ``Session.step`` reads of a fresh session three ways: no fault plan (the
+lean call), the realistic plan of 50 rules (``faults.realistic_rules``), and a latency rule that
+fires on every call (every call a staged call). It prints the medians of CPU time per call
+(``time.process_time``, the collector off while timing) and the ratio of AFTER to BEFORE per
+round, with the range over rounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+CHILD = r"""
+import gc, json, statistics, sys, time
+sys.path.insert(0, "benchmarks")
+from faults import profile_of, realistic_rules
+from kernel import PACK, bare_simpy
+from simforge.sim import CallRequest, Session
+
+EVERY_CALL = [{"id": "slow", "fault": {"kind": "latency", "multiplier": 2.0},
+               "target": {"tools": ["get_customer"]}}]
+PROFILES = {"lean": None, "realistic": profile_of(realistic_rules()),
+            "staged": profile_of(EVERY_CALL)}
+CALLS = [[CallRequest("get_customer", {"customer_id": f"C-{1 + i % 10000:05d}"})]
+         for i in range(1000)]
+
+def reads(profile):
+    step = Session(PACK.catalog, PACK.world(0, 10000), faults=profile).step
+    gc.collect()
+    gc.disable()
+    t0 = time.process_time()
+    for call in CALLS:
+        step(call, think=0.0)
+    elapsed = time.process_time() - t0
+    gc.enable()
+    return elapsed / len(CALLS)
+
+reads(None)
+reads(PROFILES["staged"])
+times = {"simpy": [], **{name: [] for name in PROFILES}}
+for r in range(6):
+    names = list(times)
+    for name in names[r % len(names):] + names[:r % len(names)]:
+        times[name].append(bare_simpy(1000) if name == "simpy" else reads(PROFILES[name]))
+print(json.dumps({name: statistics.median(v) for name, v in times.items()}))
+"""
+
+
+def measure(root: str) -> dict[str, float]:
+    env = {**os.environ, "PYTHONPATH": root}
+    done = subprocess.run([sys.executable, "-c", CHILD], cwd=root, env=env,
+                          capture_output=True, text=True, check=True)
+    return dict(json.loads(done.stdout))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("before")
+    parser.add_argument("after")
+    parser.add_argument("--rounds", type=int, default=20)
+    args = parser.parse_args()
+    trees = {"before": args.before, "after": args.after}
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
+    for r in range(args.rounds):
+        for name in list(trees) if r % 2 == 0 else list(reversed(trees)):
+            runs[name].append(measure(trees[name]))
+    print(f"CPU time per call; median (range) over {args.rounds} rounds\n")
+    print("| call | before us | after us | after / before | before x simpy | after x simpy |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for kind in ("lean", "realistic", "staged"):
+        cells = []
+        for name in trees:
+            us = [run[kind] * 1e6 for run in runs[name]]
+            cells.append(f"{statistics.median(us):.2f}")
+        pairs = [b[kind] / a[kind] for a, b in zip(runs["before"], runs["after"], strict=True)]
+        cells.append(f"{statistics.median(pairs):.3f} ({min(pairs):.2f}-{max(pairs):.2f})")
+        for name in trees:
+            x = [run[kind] / run["simpy"] for run in runs[name]]
+            cells.append(f"{statistics.median(x):.2f} ({min(x):.2f}-{max(x):.2f})")
+        print(f"| {kind} | " + " | ".join(cells) + " |")
+    for name in trees:
+        over = [100 * (run["realistic"] / run["lean"] - 1) for run in runs[name]]
+        print(f"\nrealistic plan overhead, {name}: {statistics.median(over):+.1f}% "
+              f"({min(over):+.1f}% to {max(over):+.1f}%)", end="")
+    print()
+
+
+if __name__ == "__main__":
+    main()
