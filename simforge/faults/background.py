@@ -69,6 +69,8 @@ def _load(
             yield env.timeout(3600 - env.now % 3600)
             continue
         yield env.timeout(rng.expovariate(rate))
+        if session.done:  # other actors act during the episode, not on the world it left
+            return
         tool = tools[rng.randrange(len(tools))]
         args = {
             name: (rng.choice(ids[name]) if ids.get(name) else arg.value)
@@ -86,6 +88,8 @@ def _drift(session: Session, spec: Drift) -> Generator[simpy.Event, Any, None]:
         yield env.timeout(spec.start)
     while True:
         yield env.timeout(rng.expovariate(1.0 / spec.every))
+        if session.done:  # the episode's world is settled (late writes landed at their times)
+            return
         rows = [
             r for r in world.rows(spec.entity) if all(r.get(k) == v for k, v in spec.where.items())
         ]
@@ -107,6 +111,8 @@ def _events(session: Session, spec: Event) -> Generator[simpy.Event, Any, None]:
     done = 0
     while spec.limit is None or done < spec.limit:
         yield env.timeout(rng.expovariate(1.0 / spec.every))
+        if session.done:
+            return
         rows = [
             r for r in world.rows(spec.entity) if all(r.get(k) == v for k, v in spec.where.items())
         ]

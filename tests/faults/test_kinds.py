@@ -268,3 +268,19 @@ def test_targeting_by_glob_kind_argument_and_when(make_session):
     assert s.step([get(1)])[0].ok and s.step([get(7)])[0].error["status"] == 500
     lists = [s.step([CallRequest("list_customers", {})])[0] for _ in range(4)]
     assert [o.ok for o in lists] == [True, True, False, True]
+
+
+def test_other_actors_stop_when_the_episode_ends(make_session):
+    """A lagged write still pending lands at its own (later) time when the episode ends; drift
+    and world events then act no more: the world the episode left is what is scored, and a
+    clock run on afterwards (a server's loop, a script) neither changes it nor tries to write
+    before the write that landed."""
+    drift = {"kind": "drift", "name": "churn", "entity": "Customer", "every": 0.5,
+             "where": {}, "set": {"name": "churned"}}
+    s = make_session([{"id": "lag", "fault": {"kind": "write_lag", "lag": 30}}],
+                     background=[drift], seed=3)
+    s.step([upgrade(3)], think=0.0)
+    s.finish("upgraded", think=0.0)
+    settled = [(c.entity, c.id, c.fields) for c in s.world.diff()]
+    s.env.run(until=s.env.now + 120.0)
+    assert [(c.entity, c.id, c.fields) for c in s.world.diff()] == settled
