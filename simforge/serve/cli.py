@@ -47,6 +47,10 @@ def register(app: typer.Typer) -> None:
             75.0, "--keep-alive", min=1.0,
             help="Seconds an idle connection is kept (longer than clients' pools keep one).",
         ),
+        ws_compression: bool = typer.Option(
+            False, "--ws-compression/--no-ws-compression",
+            help="Accept permessage-deflate on WebSockets (/ws): smaller frames, more CPU.",
+        ),
         log_level: str = typer.Option("warning", "--log-level"),
         user: str = typer.Option(
             None, "--user", help="Simulated user: scripted or llm:MODEL ($SIMFORGE_USER)."
@@ -91,7 +95,8 @@ def register(app: typer.Typer) -> None:
             sys.stdout.write(app.state.token + "\n")
             sys.stdout.flush()
         tune_gc()
-        config = server_config(app, host, port, limits, log_level=log_level)
+        config = server_config(app, host, port, limits, ws_compression=ws_compression,
+                               log_level=log_level)
         uvicorn.Server(config).run(sockets=[listener])
 
 
