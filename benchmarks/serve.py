@@ -27,6 +27,18 @@ the median over rounds with its min-max; the ratio to REST is taken per round. T
 handler that calls nothing (its framing alone), and the pieces of a request timed one by one.
 
     .venv/bin/python benchmarks/serve.py --only mcp --rounds 5 --duration 5
+
+**REST beside Starlette** (``--only rest``): ``simforge serve``'s read and write and bare
+Starlette's GET and POST, both servers up at once, ``wrk`` interleaved over ``--rounds`` rounds
+with each server's CPU seconds beside each run (requests per server CPU second).
+
+**OpenEnv ``/ws``** (``--only openenv``): episodes (a reset, then ten tool-call steps) over 32
+connections of a raw-frame client (:class:`WsLoad`, pinned to CPU 0, its CPU reported) against
+``simforge serve`` (frames uncompressed, the default, and with ``--ws-compression``) and a bare
+Starlette WebSocket echo of the same messages (without permessage-deflate, and with it as
+uvicorn's default accepts it); rotated rounds, messages per second and per server CPU second.
+
+    .venv/bin/python benchmarks/serve.py --only rest,openenv --rounds 5 --duration 5
 """
 
 from __future__ import annotations
@@ -803,53 +815,144 @@ def openenv_side_by_side(args: argparse.Namespace, port: int = 18196) -> dict[st
         for p in procs:
             stop(p)
         os.sched_setaffinity(0, set(range(os.cpu_count() or 1)))
-    base = contenders[0][0]
-    summary: dict[str, dict[str, object]] = {}
-    for label, *_ in contenders:
-        row: dict[str, object] = {"compressed": rounds[0][label]["compressed"],
-                                  "rss_mb": rss[label]}
-        for key in ("messages_per_s", "messages_per_server_cpu_s", "server_cpu_share",
-                    "client_cpu_share"):
-            values = sorted(float(x[label][key]) for x in rounds)
-            row[key] = {"median": median(values), "min": values[0], "max": values[-1]}
-        for key in ("messages_per_s", "messages_per_server_cpu_s"):
-            ratios = sorted(float(x[label][key]) / float(x[base][key]) for x in rounds)
-            row[f"{key}_vs_echo"] = {"median": median(ratios), "min": ratios[0],
-                                     "max": ratios[-1]}
-        summary[label] = row
+    rates = ("messages_per_s", "messages_per_server_cpu_s")
+    summary = {label: {
+        "compressed": rounds[0][label]["compressed"], "rss_mb": rss[label],
+        **over_rounds(rounds, label, (*rates, "server_cpu_share", "client_cpu_share")),
+        **over_rounds(rounds, label, rates, base=contenders[0][0], suffix="_vs_echo"),
+    } for label, *_ in contenders}
     return {"rounds": args.rounds, "duration_s": args.duration,
             "connections": args.ws_connections, "steps_per_episode": WS_STEPS,
             "summary": summary, "raw": rounds}
 
 
-def print_openenv(report: dict[str, object]) -> None:
-    ws = report.get("openenv")
-    if not isinstance(ws, dict):
-        return
-    print(f"\nOpenEnv /ws beside a Starlette WebSocket echo ({ws['rounds']} rotated rounds of "
-          f"{ws['duration_s']} s, {ws['connections']} connections, episodes of a reset and "
-          f"{ws['steps_per_episode']} steps; median, min-max):\n")
-    print("| server | messages/s | min-max | / echo | min-max | per server CPU s | / echo "
-          "| min-max | server CPU | client CPU | deflate |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
-    for label, row in ws["summary"].items():
-        m, c = row["messages_per_s"], row["messages_per_server_cpu_s"]
-        mr, cr = row["messages_per_s_vs_echo"], row["messages_per_server_cpu_s_vs_echo"]
-        print(f"| {label} | {m['median']:,.0f} | {m['min']:,.0f}-{m['max']:,.0f} | "
-              f"{mr['median']:.2f} | {mr['min']:.2f}-{mr['max']:.2f} | {c['median']:,.0f} | "
-              f"{cr['median']:.2f} | {cr['min']:.2f}-{cr['max']:.2f} | "
-              f"{row['server_cpu_share']['median']:.0%} | "
-              f"{row['client_cpu_share']['median']:.0%} | {row['compressed']} |")
+def print_openenv(ws: dict[str, Any]) -> None:
+    table(f"OpenEnv /ws beside a Starlette WebSocket echo ({ws['rounds']} rotated rounds "
+          f"of {ws['duration_s']} s, {ws['connections']} connections, episodes of a reset "
+          f"and {ws['steps_per_episode']} steps; median, min-max)",
+          ["server", "messages/s", "min-max", "/ echo", "min-max", "per server CPU s",
+           "/ echo", "min-max", "server CPU", "client CPU", "deflate"],
+          ws["summary"],
+          [("messages_per_s", ",.0f", True), ("messages_per_s_vs_echo", ".2f", True),
+           ("messages_per_server_cpu_s", ",.0f", False),
+           ("messages_per_server_cpu_s_vs_echo", ".2f", True),
+           ("server_cpu_share", ".0%", False), ("client_cpu_share", ".0%", False),
+           ("compressed", "", False)])
+
+
+def over_rounds(rounds: list[dict[str, Any]], label: str, keys: tuple[str, ...],
+                base: str | None = None, suffix: str = "") -> dict[str, dict[str, float]]:
+    """Per key, ``label``'s median and min-max over ``rounds``; with ``base``, of its ratio to
+    ``base`` within each round (under ``key + suffix``)."""
+    out = {}
+    for key in keys:
+        values = sorted(
+            float(r[label][key] or 0) / (float(r[base][key] or 1) if base else 1.0)
+            for r in rounds
+        )
+        out[key + suffix] = {"median": median(values), "min": values[0], "max": values[-1]}
+    return out
+
+
+def table(title: str, columns: list[str], summary: dict[str, dict[str, Any]],
+          cells: list[tuple[str, str, bool]]) -> None:
+    """A markdown table: a row per label of ``summary``, then per ``(key, format, spread)`` the
+    median of ``row[key]`` (with its min-max over rounds, in a cell of its own, if ``spread``;
+    a plain value as it is)."""
+    print(f"\n{title}:\n")
+    print("| " + " | ".join(columns) + " |")
+    print("|---|" + "---:|" * (len(columns) - 1))
+    for label, row in summary.items():
+        out = [label]
+        for key, fmt, with_spread in cells:
+            stat = row[key]
+            if not isinstance(stat, dict):
+                out.append(str(stat))
+                continue
+            out.append(f"{stat['median']:{fmt}}")
+            if with_spread:
+                out.append(f"{stat['min']:{fmt}}-{stat['max']:{fmt}}")
+        print("| " + " | ".join(out) + " |")
+
+
+# -- REST beside bare Starlette, interleaved ------------------------------------------------
+
+
+def rest_side_by_side(args: argparse.Namespace, folder: Path, port: int = 18200) -> dict:
+    """``simforge serve``'s read and write beside bare Starlette's GET and POST: both servers
+    started once, pinned to the server's CPU, ``wrk`` runs interleaved in ``--rounds`` rounds
+    (order rotated each round), each with the server's CPU seconds over the run beside it
+    (requests per server CPU second: what a machine shared with other work disturbs least).
+    Medians over rounds with min-max; ratios to Starlette taken within each round."""
+    sim = start(simforge_cmd(port), port)
+    peer_cmd = [str(UVICORN), "starlette_app:app", "--host", "127.0.0.1", "--port",
+                str(port + 1), "--workers", "1", "--log-level", "warning", "--no-access-log"]
+    try:
+        peer = start(peer_cmd, port + 1, cwd=PEERS)
+    except BaseException:
+        stop(sim)
+        raise
+    runs = [
+        ("simforge read", sim, f"http://127.0.0.1:{port}{READ[0]}", lua(READ[1], folder, "r")),
+        ("Starlette read", peer, f"http://127.0.0.1:{port + 1}{PEER_GET}", None),
+        ("simforge write", sim, f"http://127.0.0.1:{port}{WRITE[0]}",
+         lua(WRITE[1], folder, "w")),
+        ("Starlette write", peer, f"http://127.0.0.1:{port + 1}{PEER_POST[0]}",
+         lua(PEER_POST[1], folder, "pw")),
+    ]
+    rounds: list[dict[str, dict[str, float | None]]] = []
+    try:
+        for label, _, url, script in runs:
+            if label.startswith("simforge"):
+                probe(url, script)
+            wrk(url, script, args.warmup, latency=False)
+        for r in range(args.rounds):
+            order = runs[r % len(runs):] + runs[:r % len(runs)]
+            got = {}
+            for label, proc, url, script in order:
+                c0 = cpu_seconds(proc.pid)
+                res = wrk(url, script, args.duration)
+                cpu = cpu_seconds(proc.pid) - c0
+                res["per_server_cpu_s"] = (float(res["rps"] or 0) * args.duration / cpu
+                                           if cpu else None)
+                got[label] = res
+            rounds.append(got)
+        rss = {"simforge": round(rss_mb(sim.pid), 1), "Starlette": round(rss_mb(peer.pid), 1)}
+    finally:
+        stop(sim)
+        stop(peer)
+    rates = ("rps", "per_server_cpu_s")
+    summary = {label: {
+        **over_rounds(rounds, label, (*rates, "p50_ms", "p99_ms")),
+        **over_rounds(rounds, label, rates, base=label.replace("simforge", "Starlette"),
+                      suffix="_vs_starlette"),
+        "non2xx": sum(float(x[label]["non2xx"] or 0) for x in rounds),
+    } for label, *_ in runs}
+    return {"rounds": args.rounds, "duration_s": args.duration, "rss_mb": rss,
+            "summary": summary, "raw": rounds}
+
+
+def print_rest(rest: dict[str, Any]) -> None:
+    table(f"REST beside Starlette ({rest['rounds']} rotated rounds of {rest['duration_s']} s, "
+          "wrk -t1 -c32; median, min-max)",
+          ["path", "req/s", "min-max", "/ Starlette", "min-max", "per server CPU s",
+           "/ Starlette", "min-max", "p50 ms", "p99 ms", "p99 min-max"],
+          rest["summary"],
+          [("rps", ",.0f", True), ("rps_vs_starlette", ".2f", True),
+           ("per_server_cpu_s", ",.0f", False), ("per_server_cpu_s_vs_starlette", ".2f", True),
+           ("p50_ms", ".2f", False), ("p99_ms", ".2f", True)])
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--duration", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--only", default="simforge,fastapi,fastapi-model,starlette,mcp,openenv")
+    ap.add_argument("--only",
+                    default="simforge,fastapi,fastapi-model,starlette,mcp,rest,openenv")
     ap.add_argument("--ws-connections", type=int, default=32,
                     help="OpenEnv /ws: concurrent connections of the load")
-    ap.add_argument("--rounds", type=int, default=5, help="MCP beside REST: interleaved rounds")
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="MCP beside REST, REST beside Starlette, OpenEnv: interleaved rounds")
     ap.add_argument("--skip-load", action="store_true")
     ap.add_argument("--out", default=str(Path(tempfile.gettempdir()) / "simforge-serve-bench.json"))
     args = ap.parse_args()
@@ -908,6 +1011,8 @@ def main() -> None:
     if "mcp" in names:
         report["mcp"] = mcp_side_by_side(args, tmp)
         report["mcp_in_process"] = mcp_in_process()
+    if "rest" in names:
+        report["rest"] = rest_side_by_side(args, tmp)
     if "openenv" in names:
         report["openenv"] = openenv_side_by_side(args)
     if "simforge" in names:
@@ -941,7 +1046,10 @@ def print_mcp(report: dict[str, object]) -> None:
 
 def print_table(report: dict[str, object]) -> None:
     print_mcp(report)
-    print_openenv(report)
+    for key, show in (("rest", print_rest), ("openenv", print_openenv)):
+        part = report.get(key)
+        if isinstance(part, dict):
+            show(part)
     servers = report["servers"]
     assert isinstance(servers, list)
     if not servers:
