@@ -39,6 +39,9 @@ Starlette WebSocket echo of the same messages (without permessage-deflate, and w
 uvicorn's default accepts it); rotated rounds, messages per second and per server CPU second.
 
     .venv/bin/python benchmarks/serve.py --only rest,openenv --rounds 5 --duration 5
+
+``--baseline-root DIR`` adds, to both parts, ``simforge serve`` run from another checkout (the
+commit before a change: ``git archive <commit> | tar -x -C DIR``), interleaved with the rest.
 """
 
 from __future__ import annotations
@@ -799,10 +802,14 @@ def openenv_side_by_side(args: argparse.Namespace, port: int = 18196) -> dict[st
         ("simforge /ws --ws-compression", [*simforge_cmd(port + 3), "--ws-compression"],
          b'{"type":"observation"', auth),
     ]
+    if args.baseline_root:  # its own default compression (before: uvicorn's, deflate)
+        contenders.append(("simforge /ws (baseline)", simforge_cmd(port + 4),
+                           b'{"type":"observation"', auth))
     procs = []
     try:
-        for k, (_, cmd, _, _) in enumerate(contenders):
-            procs.append(start(cmd, port + k, cwd=ROOT))
+        for k, (label, cmd, _, _) in enumerate(contenders):
+            root = Path(args.baseline_root) if label.endswith("(baseline)") else ROOT
+            procs.append(start(cmd, port + k, cwd=root))
         os.sched_setaffinity(0, {int(CLIENT_CPU)})
         rounds: list[dict[str, dict[str, float | bool]]] = []
         for r in range(args.rounds):
@@ -884,24 +891,28 @@ def rest_side_by_side(args: argparse.Namespace, folder: Path, port: int = 18200)
     (order rotated each round), each with the server's CPU seconds over the run beside it
     (requests per server CPU second: what a machine shared with other work disturbs least).
     Medians over rounds with min-max; ratios to Starlette taken within each round."""
-    sim = start(simforge_cmd(port), port)
     peer_cmd = [str(UVICORN), "starlette_app:app", "--host", "127.0.0.1", "--port",
                 str(port + 1), "--workers", "1", "--log-level", "warning", "--no-access-log"]
-    try:
-        peer = start(peer_cmd, port + 1, cwd=PEERS)
-    except BaseException:
-        stop(sim)
-        raise
-    runs = [
-        ("simforge read", sim, f"http://127.0.0.1:{port}{READ[0]}", lua(READ[1], folder, "r")),
-        ("Starlette read", peer, f"http://127.0.0.1:{port + 1}{PEER_GET}", None),
-        ("simforge write", sim, f"http://127.0.0.1:{port}{WRITE[0]}",
-         lua(WRITE[1], folder, "w")),
-        ("Starlette write", peer, f"http://127.0.0.1:{port + 1}{PEER_POST[0]}",
-         lua(PEER_POST[1], folder, "pw")),
-    ]
+    servers = [("simforge", simforge_cmd(port), port, ROOT), ("Starlette", peer_cmd, port + 1,
+                                                              PEERS)]
+    if args.baseline_root:
+        servers.append(("simforge (baseline)", simforge_cmd(port + 2), port + 2,
+                        Path(args.baseline_root)))
+    procs: dict[str, subprocess.Popen[bytes]] = {}
+    runs = []
+    reads, writes = lua(READ[1], folder, "r"), lua(WRITE[1], folder, "w")
+    for name, _, at, _ in servers:
+        if name == "Starlette":
+            runs += [("Starlette read", name, f"http://127.0.0.1:{at}{PEER_GET}", None),
+                     ("Starlette write", name, f"http://127.0.0.1:{at}{PEER_POST[0]}",
+                      lua(PEER_POST[1], folder, "pw"))]
+        else:
+            runs += [(f"{name} read", name, f"http://127.0.0.1:{at}{READ[0]}", reads),
+                     (f"{name} write", name, f"http://127.0.0.1:{at}{WRITE[0]}", writes)]
     rounds: list[dict[str, dict[str, float | None]]] = []
     try:
+        for name, cmd, at, cwd in servers:
+            procs[name] = start(cmd, at, cwd=cwd)
         for label, _, url, script in runs:
             if label.startswith("simforge"):
                 probe(url, script)
@@ -909,22 +920,23 @@ def rest_side_by_side(args: argparse.Namespace, folder: Path, port: int = 18200)
         for r in range(args.rounds):
             order = runs[r % len(runs):] + runs[:r % len(runs)]
             got = {}
-            for label, proc, url, script in order:
-                c0 = cpu_seconds(proc.pid)
+            for label, name, url, script in order:
+                pid = procs[name].pid
+                c0 = cpu_seconds(pid)
                 res = wrk(url, script, args.duration)
-                cpu = cpu_seconds(proc.pid) - c0
+                cpu = cpu_seconds(pid) - c0
                 res["per_server_cpu_s"] = (float(res["rps"] or 0) * args.duration / cpu
                                            if cpu else None)
                 got[label] = res
             rounds.append(got)
-        rss = {"simforge": round(rss_mb(sim.pid), 1), "Starlette": round(rss_mb(peer.pid), 1)}
+        rss = {name: round(rss_mb(proc.pid), 1) for name, proc in procs.items()}
     finally:
-        stop(sim)
-        stop(peer)
+        for proc in procs.values():
+            stop(proc)
     rates = ("rps", "per_server_cpu_s")
     summary = {label: {
         **over_rounds(rounds, label, (*rates, "p50_ms", "p99_ms")),
-        **over_rounds(rounds, label, rates, base=label.replace("simforge", "Starlette"),
+        **over_rounds(rounds, label, rates, base=f"Starlette {label.rsplit(' ', 1)[1]}",
                       suffix="_vs_starlette"),
         "non2xx": sum(float(x[label]["non2xx"] or 0) for x in rounds),
     } for label, *_ in runs}
@@ -949,6 +961,9 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--only",
                     default="simforge,fastapi,fastapi-model,starlette,mcp,rest,openenv")
+    ap.add_argument("--baseline-root", default=None,
+                    help="REST and OpenEnv parts: also serve simforge from this checkout (a "
+                         "worktree of the commit before), interleaved with the others")
     ap.add_argument("--ws-connections", type=int, default=32,
                     help="OpenEnv /ws: concurrent connections of the load")
     ap.add_argument("--rounds", type=int, default=5,
