@@ -27,6 +27,21 @@ the median over rounds with its min-max; the ratio to REST is taken per round. T
 handler that calls nothing (its framing alone), and the pieces of a request timed one by one.
 
     .venv/bin/python benchmarks/serve.py --only mcp --rounds 5 --duration 5
+
+**REST beside Starlette** (``--only rest``): ``simforge serve``'s read and write and bare
+Starlette's GET and POST, both servers up at once, ``wrk`` interleaved over ``--rounds`` rounds
+with each server's CPU seconds beside each run (requests per server CPU second).
+
+**OpenEnv ``/ws``** (``--only openenv``): episodes (a reset, then ten tool-call steps) over 32
+connections of a raw-frame client (:class:`WsLoad`, pinned to CPU 0, its CPU reported) against
+``simforge serve`` (frames uncompressed, the default, and with ``--ws-compression``) and a bare
+Starlette WebSocket echo of the same messages (without permessage-deflate, and with it as
+uvicorn's default accepts it); rotated rounds, messages per second and per server CPU second.
+
+    .venv/bin/python benchmarks/serve.py --only rest,openenv --rounds 5 --duration 5
+
+``--baseline-root DIR`` adds, to both parts, ``simforge serve`` run from another checkout (the
+commit before a change: ``git archive <commit> | tar -x -C DIR``), interleaved with the rest.
 """
 
 from __future__ import annotations
@@ -602,12 +617,357 @@ def load_500(port: int, connections: int = 64) -> dict[str, object]:
     }
 
 
+# -- OpenEnv /ws beside a bare Starlette WebSocket echo ------------------------------------
+
+WS_ECHO_SERVER = """
+import sys, uvicorn
+from starlette.applications import Starlette
+from starlette.responses import PlainTextResponse
+from starlette.routing import Route, WebSocketRoute
+
+
+async def echo(websocket):
+    await websocket.accept()
+    while True:
+        message = await websocket.receive()
+        if message["type"] == "websocket.disconnect":
+            return
+        await websocket.send_text(message["text"])
+
+
+async def health(request):
+    return PlainTextResponse("ok")
+
+
+app = Starlette(routes=[Route("/health", health), WebSocketRoute("/ws", echo)])
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning",
+            access_log=False, ws_per_message_deflate=sys.argv[2] == "on")
+"""
+"""A bare Starlette WebSocket echo under uvicorn (one worker, the same ws implementation and
+event loop as ``simforge serve``): the ceiling of one message and its reply on one core."""
+
+WS_STEPS = 10
+"""Steps per episode of the load: ``reset`` then this many tool calls (the scenario's budget is
+15 steps)."""
+
+
+def openenv_frames() -> list[bytes]:
+    """One episode as a trainer sends it over ``/ws``: a reset, then steps that each call a
+    tool (the same read the REST benchmark makes)."""
+    path, args = READ
+    step = {"type": "step", "data": {"tool_calls": [
+        {"name": path.rsplit("/", 1)[1], "arguments": args}]}}
+    reset = json.dumps({"type": "reset", "data": {}}, separators=(",", ":")).encode()
+    return [reset] + [json.dumps(step, separators=(",", ":")).encode()] * WS_STEPS
+
+
+class WsLoad:
+    """A WebSocket load of raw frames (RFC 6455, client side) over ``connections`` connections,
+    one message in flight on each: what a trainer's env workers do, at a client cost of a few
+    microseconds a message, so that the figure is the server's. The handshake offers
+    permessage-deflate as ``websockets`` (and so OpenEnv's client) does; a reply the server
+    compressed is inflated before it is checked. Every reply is checked: it must start with
+    ``expect`` (or, for an echo, be the message sent)."""
+
+    OFFER = "permessage-deflate; client_max_window_bits"
+
+    def __init__(self, port: int, frames: list[bytes], expect: bytes | None,
+                 headers: dict[str, str], connections: int = 32) -> None:
+        self.port, self.frames, self.expect = port, frames, expect
+        self.headers, self.connections = headers, connections
+        self.replies = 0
+        self.bad: list[bytes] = []
+        self.compressed = False
+        self.stopping = False
+
+    @staticmethod
+    def masked(payload: bytes) -> bytes:
+        mask = os.urandom(4)
+        n = len(payload)
+        head = bytes([0x81])
+        if n < 126:
+            head += bytes([0x80 | n])
+        elif n < 1 << 16:
+            head += bytes([0x80 | 126]) + n.to_bytes(2, "big")
+        else:
+            head += bytes([0x80 | 127]) + n.to_bytes(8, "big")
+        key = (mask * (n // 4 + 1))[:n]
+        body = (int.from_bytes(payload, "big") ^ int.from_bytes(key, "big")).to_bytes(n, "big")
+        return head + mask + body
+
+    async def lane(self) -> None:
+        import asyncio
+        import base64
+        import zlib
+
+        reader, writer = await asyncio.open_connection("127.0.0.1", self.port)
+        key = base64.b64encode(os.urandom(16)).decode()
+        extra = "".join(f"{k}: {v}\r\n" for k, v in self.headers.items())
+        writer.write(
+            f"GET /ws HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\nUpgrade: websocket\r\n"
+            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
+            f"Sec-WebSocket-Extensions: {self.OFFER}\r\n{extra}\r\n".encode())
+        head = await reader.readuntil(b"\r\n\r\n")
+        if not head.startswith(b"HTTP/1.1 101"):
+            raise RuntimeError(f"/ws handshake refused: {head[:200]!r}")
+        deflate = b"permessage-deflate" in head.lower()
+        self.compressed |= deflate
+        inflate = zlib.decompressobj(-15)
+        no_takeover = b"server_no_context_takeover" in head.lower()
+        frames = [self.masked(f) for f in self.frames]
+        i = 0
+        try:
+            while not self.stopping:
+                writer.write(frames[i])
+                b0, b1 = await reader.readexactly(2)
+                n = b1 & 0x7F
+                if n == 126:
+                    n = int.from_bytes(await reader.readexactly(2), "big")
+                elif n == 127:
+                    n = int.from_bytes(await reader.readexactly(8), "big")
+                payload = await reader.readexactly(n)
+                if b0 & 0x40:  # RSV1: a compressed message
+                    if no_takeover:
+                        inflate = zlib.decompressobj(-15)
+                    payload = inflate.decompress(payload + b"\x00\x00\xff\xff")
+                want = self.frames[i] if self.expect is None else self.expect
+                if b0 & 0x0F != 1 or not payload.startswith(want[:64]):
+                    self.bad.append(payload[:200])
+                self.replies += 1
+                i = (i + 1) % len(frames)
+        finally:
+            writer.close()
+
+    async def run(self, windows: list[tuple[str, float]],
+                  server_cpu: Any) -> dict[str, dict[str, float]]:
+        """Run the load through ``windows`` (``(label, seconds)``, one after another: a warm-up
+        is a window whose figures are not used). Per window: replies, wall seconds, this
+        client's CPU seconds and the server's (``server_cpu()``: its CPU seconds so far)."""
+        import asyncio
+
+        lanes = [asyncio.ensure_future(self.lane()) for _ in range(self.connections)]
+        out: dict[str, dict[str, float]] = {}
+        try:
+            for label, seconds in windows:
+                n0, c0, s0 = self.replies, time.process_time(), server_cpu()
+                t0 = time.monotonic()
+                await asyncio.sleep(seconds)
+                for lane in lanes:
+                    if lane.done():
+                        lane.result()  # a lane that died: its error, now
+                out[label] = {"replies": self.replies - n0, "wall_s": time.monotonic() - t0,
+                              "client_cpu_s": time.process_time() - c0,
+                              "server_cpu_s": server_cpu() - s0}
+        finally:
+            self.stopping = True
+            await asyncio.gather(*lanes, return_exceptions=True)
+        if self.bad:
+            raise RuntimeError(f"{len(self.bad)} replies were not what the load expected, "
+                               f"e.g. {self.bad[0]!r}")
+        return out
+
+
+def ws_window(port: int, pid: int, expect: bytes | None, headers: dict[str, str],
+              args: argparse.Namespace) -> dict[str, float | bool]:
+    """A warm-up and one measured window of the episode load against the server ``pid`` on
+    ``port``: messages answered per second of wall time and per second of the server's CPU,
+    the server's and the client's CPU shares, and whether permessage-deflate was negotiated."""
+    import uvloop
+
+    load = WsLoad(port, openenv_frames(), expect, headers, connections=args.ws_connections)
+    windows = [("warmup", 1.0), ("run", float(args.duration))]
+    got = uvloop.run(load.run(windows, lambda: cpu_seconds(pid)))["run"]
+    return {
+        "messages_per_s": got["replies"] / got["wall_s"],
+        "messages_per_server_cpu_s": got["replies"] / got["server_cpu_s"]
+        if got["server_cpu_s"] else 0.0,
+        "server_cpu_share": got["server_cpu_s"] / got["wall_s"],
+        "client_cpu_share": got["client_cpu_s"] / got["wall_s"],
+        "compressed": load.compressed,
+    }
+
+
+def openenv_side_by_side(args: argparse.Namespace, port: int = 18196) -> dict[str, object]:
+    """``/ws`` of ``simforge serve`` (default: no compression; and with ``--ws-compression``)
+    beside the bare Starlette echo (uvicorn's default, permessage-deflate, and without it):
+    the servers are started once, pinned to the server's CPU, and loaded in turn, the order
+    rotated every round, the load pinned to the client's CPU. Per contender the median over
+    rounds (min-max), and the ratio to the echo without deflate taken within each round."""
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    contenders: list[tuple[str, list[str], bytes | None, dict[str, str]]] = [
+        ("Starlette echo", [str(PY), "-c", WS_ECHO_SERVER, str(port), "off"], None, {}),
+        ("Starlette echo, deflate (uvicorn's default)",
+         [str(PY), "-c", WS_ECHO_SERVER, str(port + 1), "on"], None, {}),
+        ("simforge /ws", simforge_cmd(port + 2), b'{"type":"observation"', auth),
+        ("simforge /ws --ws-compression", [*simforge_cmd(port + 3), "--ws-compression"],
+         b'{"type":"observation"', auth),
+    ]
+    if args.baseline_root:  # its own default compression (before: uvicorn's, deflate)
+        contenders.append(("simforge /ws (baseline)", simforge_cmd(port + 4),
+                           b'{"type":"observation"', auth))
+    procs = []
+    try:
+        for k, (label, cmd, _, _) in enumerate(contenders):
+            root = Path(args.baseline_root) if label.endswith("(baseline)") else ROOT
+            procs.append(start(cmd, port + k, cwd=root))
+        os.sched_setaffinity(0, {int(CLIENT_CPU)})
+        rounds: list[dict[str, dict[str, float | bool]]] = []
+        for r in range(args.rounds):
+            order = list(enumerate(contenders))
+            order = order[r % len(order):] + order[:r % len(order)]
+            rounds.append({label: ws_window(port + k, procs[k].pid, expect, headers, args)
+                           for k, (label, _, expect, headers) in order})
+        rss = {label: round(rss_mb(p.pid), 1) for (label, *_), p in zip(contenders, procs, strict=True)}
+    finally:
+        for p in procs:
+            stop(p)
+        os.sched_setaffinity(0, set(range(os.cpu_count() or 1)))
+    rates = ("messages_per_s", "messages_per_server_cpu_s")
+    summary = {label: {
+        "compressed": rounds[0][label]["compressed"], "rss_mb": rss[label],
+        **over_rounds(rounds, label, (*rates, "server_cpu_share", "client_cpu_share")),
+        **over_rounds(rounds, label, rates, base=contenders[0][0], suffix="_vs_echo"),
+    } for label, *_ in contenders}
+    return {"rounds": args.rounds, "duration_s": args.duration,
+            "connections": args.ws_connections, "steps_per_episode": WS_STEPS,
+            "summary": summary, "raw": rounds}
+
+
+def print_openenv(ws: dict[str, Any]) -> None:
+    table(f"OpenEnv /ws beside a Starlette WebSocket echo ({ws['rounds']} rotated rounds "
+          f"of {ws['duration_s']} s, {ws['connections']} connections, episodes of a reset "
+          f"and {ws['steps_per_episode']} steps; median, min-max)",
+          ["server", "messages/s", "min-max", "/ echo", "min-max", "per server CPU s",
+           "/ echo", "min-max", "server CPU", "client CPU", "deflate"],
+          ws["summary"],
+          [("messages_per_s", ",.0f", True), ("messages_per_s_vs_echo", ".2f", True),
+           ("messages_per_server_cpu_s", ",.0f", False),
+           ("messages_per_server_cpu_s_vs_echo", ".2f", True),
+           ("server_cpu_share", ".0%", False), ("client_cpu_share", ".0%", False),
+           ("compressed", "", False)])
+
+
+def over_rounds(rounds: list[dict[str, Any]], label: str, keys: tuple[str, ...],
+                base: str | None = None, suffix: str = "") -> dict[str, dict[str, float]]:
+    """Per key, ``label``'s median and min-max over ``rounds``; with ``base``, of its ratio to
+    ``base`` within each round (under ``key + suffix``)."""
+    out = {}
+    for key in keys:
+        values = sorted(
+            float(r[label][key] or 0) / (float(r[base][key] or 1) if base else 1.0)
+            for r in rounds
+        )
+        out[key + suffix] = {"median": median(values), "min": values[0], "max": values[-1]}
+    return out
+
+
+def table(title: str, columns: list[str], summary: dict[str, dict[str, Any]],
+          cells: list[tuple[str, str, bool]]) -> None:
+    """A markdown table: a row per label of ``summary``, then per ``(key, format, spread)`` the
+    median of ``row[key]`` (with its min-max over rounds, in a cell of its own, if ``spread``;
+    a plain value as it is)."""
+    print(f"\n{title}:\n")
+    print("| " + " | ".join(columns) + " |")
+    print("|---|" + "---:|" * (len(columns) - 1))
+    for label, row in summary.items():
+        out = [label]
+        for key, fmt, with_spread in cells:
+            stat = row[key]
+            if not isinstance(stat, dict):
+                out.append(str(stat))
+                continue
+            out.append(f"{stat['median']:{fmt}}")
+            if with_spread:
+                out.append(f"{stat['min']:{fmt}}-{stat['max']:{fmt}}")
+        print("| " + " | ".join(out) + " |")
+
+
+# -- REST beside bare Starlette, interleaved ------------------------------------------------
+
+
+def rest_side_by_side(args: argparse.Namespace, folder: Path, port: int = 18200) -> dict:
+    """``simforge serve``'s read and write beside bare Starlette's GET and POST: both servers
+    started once, pinned to the server's CPU, ``wrk`` runs interleaved in ``--rounds`` rounds
+    (order rotated each round), each with the server's CPU seconds over the run beside it
+    (requests per server CPU second: what a machine shared with other work disturbs least).
+    Medians over rounds with min-max; ratios to Starlette taken within each round."""
+    peer_cmd = [str(UVICORN), "starlette_app:app", "--host", "127.0.0.1", "--port",
+                str(port + 1), "--workers", "1", "--log-level", "warning", "--no-access-log"]
+    servers = [("simforge", simforge_cmd(port), port, ROOT), ("Starlette", peer_cmd, port + 1,
+                                                              PEERS)]
+    if args.baseline_root:
+        servers.append(("simforge (baseline)", simforge_cmd(port + 2), port + 2,
+                        Path(args.baseline_root)))
+    procs: dict[str, subprocess.Popen[bytes]] = {}
+    runs = []
+    reads, writes = lua(READ[1], folder, "r"), lua(WRITE[1], folder, "w")
+    for name, _, at, _ in servers:
+        if name == "Starlette":
+            runs += [("Starlette read", name, f"http://127.0.0.1:{at}{PEER_GET}", None),
+                     ("Starlette write", name, f"http://127.0.0.1:{at}{PEER_POST[0]}",
+                      lua(PEER_POST[1], folder, "pw"))]
+        else:
+            runs += [(f"{name} read", name, f"http://127.0.0.1:{at}{READ[0]}", reads),
+                     (f"{name} write", name, f"http://127.0.0.1:{at}{WRITE[0]}", writes)]
+    rounds: list[dict[str, dict[str, float | None]]] = []
+    try:
+        for name, cmd, at, cwd in servers:
+            procs[name] = start(cmd, at, cwd=cwd)
+        for label, _, url, script in runs:
+            if label.startswith("simforge"):
+                probe(url, script)
+            wrk(url, script, args.warmup, latency=False)
+        for r in range(args.rounds):
+            order = runs[r % len(runs):] + runs[:r % len(runs)]
+            got = {}
+            for label, name, url, script in order:
+                pid = procs[name].pid
+                c0 = cpu_seconds(pid)
+                res = wrk(url, script, args.duration)
+                cpu = cpu_seconds(pid) - c0
+                res["per_server_cpu_s"] = (float(res["rps"] or 0) * args.duration / cpu
+                                           if cpu else None)
+                got[label] = res
+            rounds.append(got)
+        rss = {name: round(rss_mb(proc.pid), 1) for name, proc in procs.items()}
+    finally:
+        for proc in procs.values():
+            stop(proc)
+    rates = ("rps", "per_server_cpu_s")
+    summary = {label: {
+        **over_rounds(rounds, label, (*rates, "p50_ms", "p99_ms")),
+        **over_rounds(rounds, label, rates, base=f"Starlette {label.rsplit(' ', 1)[1]}",
+                      suffix="_vs_starlette"),
+        "non2xx": sum(float(x[label]["non2xx"] or 0) for x in rounds),
+    } for label, *_ in runs}
+    return {"rounds": args.rounds, "duration_s": args.duration, "rss_mb": rss,
+            "summary": summary, "raw": rounds}
+
+
+def print_rest(rest: dict[str, Any]) -> None:
+    table(f"REST beside Starlette ({rest['rounds']} rotated rounds of {rest['duration_s']} s, "
+          "wrk -t1 -c32; median, min-max)",
+          ["path", "req/s", "min-max", "/ Starlette", "min-max", "per server CPU s",
+           "/ Starlette", "min-max", "p50 ms", "p99 ms", "p99 min-max"],
+          rest["summary"],
+          [("rps", ",.0f", True), ("rps_vs_starlette", ".2f", True),
+           ("per_server_cpu_s", ",.0f", False), ("per_server_cpu_s_vs_starlette", ".2f", True),
+           ("p50_ms", ".2f", False), ("p99_ms", ".2f", True)])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--duration", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--only", default="simforge,fastapi,fastapi-model,starlette,mcp")
-    ap.add_argument("--rounds", type=int, default=5, help="MCP beside REST: interleaved rounds")
+    ap.add_argument("--only",
+                    default="simforge,fastapi,fastapi-model,starlette,mcp,rest,openenv")
+    ap.add_argument("--baseline-root", default=None,
+                    help="REST and OpenEnv parts: also serve simforge from this checkout (a "
+                         "worktree of the commit before), interleaved with the others")
+    ap.add_argument("--ws-connections", type=int, default=32,
+                    help="OpenEnv /ws: concurrent connections of the load")
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="MCP beside REST, REST beside Starlette, OpenEnv: interleaved rounds")
     ap.add_argument("--skip-load", action="store_true")
     ap.add_argument("--out", default=str(Path(tempfile.gettempdir()) / "simforge-serve-bench.json"))
     args = ap.parse_args()
@@ -666,6 +1026,10 @@ def main() -> None:
     if "mcp" in names:
         report["mcp"] = mcp_side_by_side(args, tmp)
         report["mcp_in_process"] = mcp_in_process()
+    if "rest" in names:
+        report["rest"] = rest_side_by_side(args, tmp)
+    if "openenv" in names:
+        report["openenv"] = openenv_side_by_side(args)
     if "simforge" in names:
         report["idle_session"] = idle_session_memory()
         if not args.skip_load:
@@ -697,6 +1061,10 @@ def print_mcp(report: dict[str, object]) -> None:
 
 def print_table(report: dict[str, object]) -> None:
     print_mcp(report)
+    for key, show in (("rest", print_rest), ("openenv", print_openenv)):
+        part = report.get(key)
+        if isinstance(part, dict):
+            show(part)
     servers = report["servers"]
     assert isinstance(servers, list)
     if not servers:

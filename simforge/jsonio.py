@@ -152,7 +152,9 @@ def loads(data: bytes | bytearray | memoryview | str, limit: int = MAX_DEPTH) ->
     deeper than ``limit``, ``orjson.JSONDecodeError`` (a ``ValueError``) for invalid JSON.
 
     orjson itself stops at 1,024 levels while parsing, so no input builds more than that
-    before it is refused; the exact limit is then checked on the value.
+    before it is refused; the exact limit is then checked on the value, unless the text holds
+    no more than ``limit`` opening brackets in all (counted in C; brackets inside strings are
+    counted too, which can only send a value to the check): it cannot nest deeper than that.
     """
     try:
         value = orjson.loads(data)
@@ -160,9 +162,18 @@ def loads(data: bytes | bytearray | memoryview | str, limit: int = MAX_DEPTH) ->
         if "depth limit" in str(exc):
             raise DepthError(limit) from None
         raise
-    if exceeds_depth(value, limit):
+    if _brackets(data) > limit and exceeds_depth(value, limit):
         raise DepthError(limit)
     return value
+
+
+def _brackets(data: bytes | bytearray | memoryview | str) -> int:
+    """How many ``[`` and ``{`` a JSON text holds (more than any nesting it can have)."""
+    if isinstance(data, str):
+        return data.count("[") + data.count("{")
+    if isinstance(data, memoryview):
+        data = data.tobytes()
+    return data.count(b"[") + data.count(b"{")
 
 
 def dumps(value: Any, option: int = 0, default: Callable[[Any], Any] | None = None) -> bytes:

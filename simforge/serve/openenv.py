@@ -40,6 +40,7 @@ client turns into HTTP Basic by way of ``websockets``.
 from __future__ import annotations
 
 import logging
+import weakref
 from typing import Any
 
 import orjson
@@ -47,7 +48,9 @@ from fastapi import APIRouter, Depends, Query, WebSocket, WebSocketDisconnect
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import Response
 
+from simforge import jsonio
 from simforge.env.action import Action
+from simforge.tools.pack import ToolCatalog
 
 from .control_plane import (
     MAX_SEED,
@@ -199,6 +202,36 @@ def _problem_error(problem: Problem) -> bytes:
 
 def _invalid(message: str, field: str) -> Problem:
     return Problem(422, "invalid_message", message, errors=[{"field": field, "problem": message}])
+
+
+_CATALOG_JSON: dict[int, tuple[weakref.ref[ToolCatalog], orjson.Fragment]] = {}
+"""A task's tools in OpenAI function format, serialised once per catalog (by its id while it
+lives; a scenario keeps one catalog per set of offered tools): the largest part of every
+reset's observation (29 KB of 38 for ``acme/refund-damaged-order-v1``), the same for every
+episode of the task."""
+
+
+def catalog_json(catalog: ToolCatalog) -> orjson.Fragment:
+    """``catalog.to_openai()`` as JSON, serialised on the first call for this catalog."""
+    key = id(catalog)
+    cached = _CATALOG_JSON.get(key)
+    if cached is not None and cached[0]() is catalog:
+        return cached[1]
+    fragment = orjson.Fragment(jsonio.dumps(catalog.to_openai()))
+    _CATALOG_JSON[key] = (weakref.ref(catalog, lambda _: _CATALOG_JSON.pop(key, None)), fragment)
+    return fragment
+
+
+def reset_observation(served: ServedSession, obs: dict[str, Any]) -> dict[str, Any]:
+    """A reset's observation as OpenEnv answers it: with the session and episode ids, and its
+    ``tools`` as the catalog's cached JSON when they are the task's own catalog (no surface
+    faults rename, hide or add tools in this episode, no strict mode), which orjson writes as
+    it is. The bytes on the wire are the same either way."""
+    observation = {**obs, "session_id": served.id, "episode_id": served.episode_id}
+    env = served.env
+    if served.session.surface is None and not env.strict_tools:
+        observation["tools"] = catalog_json(env.tools)
+    return observation
 
 
 def state(served: ServedSession) -> dict[str, Any]:
@@ -447,7 +480,7 @@ def openenv_router(manager: SessionManager, token: str, rpc: JsonRpc) -> APIRout
                     episode_id=body.episode_id,
                 )
         episodes.remember(served, previous, body.episode_id is None)
-        observation = {**obs, "session_id": served.id, "episode_id": served.episode_id}
+        observation = reset_observation(served, obs)
         return _json({"observation": observation, "reward": None, "done": False})
 
     @router.post("/step", dependencies=[Depends(require_token)], responses=errors)
@@ -600,6 +633,4 @@ async def _reset(manager: SessionManager, served: ServedSession, data: dict[str,
     async with served.lock:
         _, obs, _ = manager.reset(served.id, seed=seed, task=task, faults=faults,
                                   episode_id=episode_id)
-    return _observation(
-        {**obs, "session_id": served.id, "episode_id": served.episode_id}, None, False
-    )
+    return _observation(reset_observation(served, obs), None, False)

@@ -31,9 +31,19 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from .sessions import Limits
 
+_IDLE, _HEADERS, _BODY = 0, 1, 2
+"""What a connection's deadline covers: nothing (between requests: the keep-alive timer's),
+a request's headers, its body."""
+
 
 class _Deadlines(HttpToolsProtocol):
-    """uvicorn's httptools protocol with a deadline on receiving each request."""
+    """uvicorn's httptools protocol with a deadline on receiving each request.
+
+    The parser's callbacks only note what is being received (and for which request); the
+    timer is set after each chunk of bytes is parsed, to match: a request whose headers and
+    body arrive in one chunk, as most do, completes before anything is armed, so it costs no
+    timer. The deadlines are the same: a request's first byte and the end of its headers are
+    in the chunk being parsed, at the moment the timer is set."""
 
     header_timeout: float = 10.0
     body_timeout: float = 30.0
@@ -42,16 +52,26 @@ class _Deadlines(HttpToolsProtocol):
         super().__init__(*args, **kwargs)
         self._deadline: asyncio.TimerHandle | None = None
         self._receiving_body = False
+        self._phase = _IDLE
+        self._request = 0
+        self._armed = (_IDLE, 0)
+        """The ``(phase, request)`` the timer is set for."""
 
-    def _arm(self, seconds: float) -> None:
-        if self._deadline is not None:
-            self._deadline.cancel()
-        self._deadline = self.loop.call_later(seconds, self._too_slow)
-
-    def _disarm(self) -> None:
+    def _sync(self) -> None:
+        wanted = (self._phase, self._request)
+        if wanted == self._armed:
+            return
         if self._deadline is not None:
             self._deadline.cancel()
             self._deadline = None
+        self._armed = wanted
+        if self._phase != _IDLE:
+            seconds = self.header_timeout if self._phase == _HEADERS else self.body_timeout
+            self._deadline = self.loop.call_later(seconds, self._too_slow)
+
+    def _disarm(self) -> None:
+        self._phase = _IDLE
+        self._sync()
 
     def _too_slow(self) -> None:
         self._deadline = None
@@ -71,7 +91,12 @@ class _Deadlines(HttpToolsProtocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        self._arm(self.header_timeout)
+        self._phase = _HEADERS  # a client that connects and sends nothing
+        self._sync()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        self._sync()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
@@ -80,17 +105,18 @@ class _Deadlines(HttpToolsProtocol):
     def on_message_begin(self) -> None:
         super().on_message_begin()
         self._receiving_body = False
-        self._arm(self.header_timeout)
+        self._phase = _HEADERS
+        self._request += 1
 
     def on_headers_complete(self) -> None:
         super().on_headers_complete()
         self._receiving_body = True
-        self._arm(self.body_timeout)
+        self._phase = _BODY
 
     def on_message_complete(self) -> None:
         super().on_message_complete()
         self._receiving_body = False
-        self._disarm()
+        self._phase = _IDLE
 
     def handle_websocket_upgrade(self) -> None:
         self._disarm()  # the WebSocket protocol takes the connection over
@@ -112,9 +138,18 @@ def protocol_class(header_timeout: float, body_timeout: float) -> type[HttpTools
     )
 
 
-def server_config(app: Any, host: str, port: int, limits: Limits, **kwargs: Any) -> uvicorn.Config:
+def server_config(
+    app: Any, host: str, port: int, limits: Limits, *, ws_compression: bool = False,
+    **kwargs: Any,
+) -> uvicorn.Config:
     """The uvicorn configuration ``simforge serve`` runs ``app`` with: the deadlines and
-    keep-alive of ``limits``, WebSocket messages held to the body limit."""
+    keep-alive of ``limits``, WebSocket messages held to the body limit.
+
+    ``ws_compression``: accept a WebSocket client's offer of permessage-deflate (RFC 7692).
+    Off by default, where uvicorn's default is on: the OpenEnv ``/ws`` runs over loopback or a
+    local network, where deflating every frame was 30% of the server's time (a reset's
+    observation is tens of KB) and saved nothing that matters. Clients offer the extension and
+    work either way: the server simply does not accept it."""
     return uvicorn.Config(
         app,
         host=host,
@@ -122,6 +157,7 @@ def server_config(app: Any, host: str, port: int, limits: Limits, **kwargs: Any)
         http=protocol_class(limits.header_timeout, limits.body_timeout),
         timeout_keep_alive=limits.keep_alive,  # type: ignore[arg-type]  # a float works
         ws_max_size=limits.max_body_bytes,
+        ws_per_message_deflate=ws_compression,
         access_log=False,
         **kwargs,
     )

@@ -80,11 +80,13 @@ def live_server() -> Iterator[Callable[..., Live]]:
     def start(target: str = MINI, **kwargs: Any) -> Live:
         kwargs.setdefault("time_scale", 0.0)
         kwargs.setdefault("token", TOKEN)
+        ws_compression = kwargs.pop("ws_compression", False)  # `simforge serve --ws-compression`
         app = create_app(target, **kwargs)
         port = free_port()
         # the configuration `simforge serve` runs with (deadlines, keep-alive, ws limit)
         config = server_config(
-            app, "127.0.0.1", port, app.state.manager.limits, log_level="error", lifespan="on"
+            app, "127.0.0.1", port, app.state.manager.limits, ws_compression=ws_compression,
+            log_level="error", lifespan="on",
         )
         server = uvicorn.Server(config)
         thread = threading.Thread(target=server.run, daemon=True)

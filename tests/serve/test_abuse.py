@@ -182,6 +182,23 @@ def test_a_body_that_never_finishes_is_dropped_at_the_body_timeout(live_server):
     assert answer is not None and answer.startswith(b"HTTP/1.1 408")
 
 
+def test_a_reused_connection_times_each_request_it_receives(live_server):
+    """A request that arrives whole costs no timer, and the next request on the connection,
+    sent with the end of the first or after it, has its own header deadline."""
+    live = live_server(MINI, limits=Limits(header_timeout=0.5, body_timeout=0.5))
+    body = b'{"customer_id": "C-0001"}'
+    whole = (b"POST /tools/get_customer HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+             b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+    for first_with_second in (False, True):
+        sock = socket.create_connection(("127.0.0.1", live.port))
+        sock.sendall(whole + (whole[:20] if first_with_second else b""))
+        started = time.monotonic()
+        answer = _dropped_within(sock, 10, whole[20 if first_with_second else 0:])
+        sock.close()
+        assert answer is not None and time.monotonic() - started < 5
+        assert answer.startswith(b"HTTP/1.1 200") and b"HTTP/1.1 408" in answer, answer[-200:]
+
+
 def test_an_idle_keep_alive_connection_outlives_the_header_timeout(live_server):
     """The header deadline times requests being received, not the idle time between them:
     that is the keep-alive's, longer than a pooled client's expiry."""

@@ -172,6 +172,38 @@ async def test_a_requested_episode_id_is_kept(live_server):
         assert (state["episode_id"], state["seed"]) == ("ep-2", 4)
 
 
+async def test_a_reset_offers_the_tools_of_its_episode(live_server):
+    """The task's catalog is serialised once and reused by every reset that offers it as it
+    is; an episode whose surface faults rename or add tools offers its own."""
+    live = live_server(ACME)
+    sessions = live.app.state.manager.sessions
+    seen = []
+    async with GenericEnvClient(base_url=authed(live.url)) as env:
+        for seed, faults in [(0, "none"), (1, "none"), *[(s, "tool-drift") for s in range(6)]]:
+            result = await env.reset(seed=seed, faults=faults)
+            served = sessions[result.observation["session_id"]]
+            offered = served.env.offered_tools()
+            assert result.observation["tools"] == offered, (seed, faults)
+            seen.append(json.dumps(offered))
+    assert seen[0] == seen[1] and len(set(seen)) > 1  # some drift episode offers other tools
+
+
+@pytest.mark.parametrize("enabled", [False, True])
+async def test_ws_compression_is_negotiated_only_when_asked(live_server, enabled):
+    """`simforge serve` declines permessage-deflate unless `--ws-compression`; the client
+    (websockets, which OpenEnv's client uses, offers it) works either way."""
+    from websockets.asyncio.client import connect
+
+    live = live_server(MINI, ws_compression=enabled)
+    url = live.url.replace("http://", "ws://") + "/ws"
+    async with connect(url, additional_headers=AUTH) as ws:
+        agreed = ws.response.headers.get("Sec-WebSocket-Extensions") or ""
+        assert ("permessage-deflate" in agreed) is enabled
+        await ws.send(json.dumps({"type": "reset", "data": {"task": "upgrade"}}))
+        reply = json.loads(await ws.recv())
+        assert reply["type"] == "observation" and reply["data"]["observation"]["tools"]
+
+
 async def _raw(env: GenericEnvClient, message: str) -> dict[str, Any]:
     await env._ensure_connected()
     assert env._ws is not None

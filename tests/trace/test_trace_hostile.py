@@ -17,6 +17,8 @@ from pathlib import Path
 
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from simforge import atomic, jsonio
@@ -392,3 +394,25 @@ def test_a_quarantine_is_written_whole(tmp_path: Path) -> None:
     with Quarantine(path) as sink:
         sink.write(None, "bad", "raw")
     assert json.loads(path.read_text())["reason"] == "bad"
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.integers(-5, 5) | st.text(alphabet="[]{}a\"\\", max_size=4),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+        st.text(alphabet="[{a", max_size=2), inner, max_size=3),
+    max_leaves=20,
+)
+
+
+@given(value=JSON_VALUES, limit=st.integers(min_value=1, max_value=6),
+       as_text=st.booleans())
+def test_loads_refuses_exactly_the_values_nested_past_the_limit(value, limit, as_text) -> None:
+    """``loads`` skips the depth walk when the text has too few brackets to be that deep
+    (strings full of brackets included): it must still refuse exactly what is too deep."""
+    raw = json.dumps(value)
+    data = raw if as_text else raw.encode()
+    if jsonio.exceeds_depth(value, limit):
+        with pytest.raises(jsonio.DepthError):
+            jsonio.loads(data, limit=limit)
+    else:
+        assert jsonio.loads(data, limit=limit) == value
