@@ -34,10 +34,16 @@ class LazyRandom(random.Random):
         self.random = self._first_random  # type: ignore[method-assign]
         self.getrandbits = self._first_getrandbits  # type: ignore[method-assign]
 
+    def _unshadow(self) -> bool:
+        """Drop the first-draw shadows (the C methods answer from now on); whether there were."""
+        if "random" not in self.__dict__:
+            return False
+        del self.random
+        del self.getrandbits
+        return True
+
     def _seed_now(self) -> None:
-        if "random" in self.__dict__:
-            del self.random
-            del self.getrandbits
+        if self._unshadow():
             super().seed(self._material)
 
     def _first_random(self) -> float:
@@ -49,9 +55,7 @@ class LazyRandom(random.Random):
         return self.getrandbits(k)
 
     def seed(self, a: Any = None, version: int = 2) -> None:
-        if "random" in self.__dict__:
-            del self.random
-            del self.getrandbits
+        self._unshadow()
         super().seed(a, version)
 
     def getstate(self) -> tuple[Any, ...]:
@@ -59,9 +63,7 @@ class LazyRandom(random.Random):
         return super().getstate()
 
     def setstate(self, state: tuple[Any, ...]) -> None:
-        if "random" in self.__dict__:
-            del self.random
-            del self.getrandbits
+        self._unshadow()
         super().setstate(state)
 
 

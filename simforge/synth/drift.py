@@ -168,17 +168,10 @@ def learn_drift(
 
 def _consistent(rule: dict[str, Any], b: Shape, path: Path) -> dict[str, Any]:
     """The part of another tool's rule that this tool's few results do not contradict."""
-    out: dict[str, Any] = {}
     renames = {k: v for k, v in rule.get("renames", {}).items() if not b.present[(path, k)]}
     absent = [k for k in rule.get("absent", ()) if not b.present[(path, k)]]
     if_null = [k for k in rule.get("absent_if_null", ()) if not b.nulls[(path, k)]]
-    if renames:
-        out["renames"] = renames
-    if absent:
-        out["absent"] = absent
-    if if_null:
-        out["absent_if_null"] = if_null
-    return out
+    return _rule(renames, absent, if_null)
 
 
 def _compare(a: Shape, b: Shape, path: Path) -> dict[str, Any]:
@@ -201,14 +194,13 @@ def _compare(a: Shape, b: Shape, path: Path) -> dict[str, Any]:
         for k in sorted(ka & kb)
         if a.nulls[(path, k)] and not b.nulls[(path, k)] and b.present[(path, k)] < b.parents[path]
     ]
-    rule: dict[str, Any] = {}
-    if renames:
-        rule["renames"] = renames
-    if absent:
-        rule["absent"] = absent
-    if if_null:
-        rule["absent_if_null"] = if_null
-    return rule
+    return _rule(renames, absent, if_null)
+
+
+def _rule(renames: dict[str, str], absent: list[str], if_null: list[str]) -> dict[str, Any]:
+    """A drift rule of the parts that say something (an empty part is left out)."""
+    parts = (("renames", renames), ("absent", absent), ("absent_if_null", if_null))
+    return {name: part for name, part in parts if part}
 
 
 def _overlap(x: set[str], y: set[str] | None) -> bool:

@@ -41,6 +41,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from simforge.runs.store import RunStore
+from tests.trace.campaign import peak_rss_mb
+
 REPO = Path(__file__).resolve().parents[2]
 MINI = REPO / "tests" / "fixtures" / "scenarios" / "mini.yaml"
 HANG_SECONDS = 30
@@ -179,14 +182,6 @@ def run_case(kind: str, source: Path, mutation: str, data: bytes, folder: Path) 
                    time.monotonic() - t0, error)
 
 
-def _peak_rss_mb() -> float:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
-
-
 def mutated_files(count: int, seed: int, tmp: Path) -> dict[str, Any]:
     rng = random.Random(seed)
     files = originals()
@@ -217,8 +212,6 @@ def mutated_files(count: int, seed: int, tmp: Path) -> dict[str, Any]:
 
 
 def _stored(url: str) -> tuple[str | None, list[str]]:
-    from simforge.runs.store import RunStore
-
     try:
         store = RunStore(url, create=False)
     except Exception:
@@ -263,8 +256,6 @@ def kill_runs(kills: int, seed: int, tmp: Path) -> dict[str, Any]:
         _, after = _stored(url)
         lost += len(set(keys) - set(after))
         doubled += len(after) - len(set(after))
-        from simforge.runs.store import RunStore
-
         store = RunStore(url, create=False)
         try:
             complete += store.run(run_id)["status"] == "complete"
@@ -278,7 +269,7 @@ def kill_runs(kills: int, seed: int, tmp: Path) -> dict[str, Any]:
 def campaign(count: int, seed: int, kills: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="simforge-scenario-campaign-") as tmp:
         report = mutated_files(count, seed, Path(tmp))
-        report["peak_rss_mb"] = round(_peak_rss_mb(), 1)
+        report["peak_rss_mb"] = round(peak_rss_mb(), 1)
         if kills:
             report["stress_kills"] = kill_runs(kills, seed, Path(tmp))
     return report

@@ -46,7 +46,7 @@ HANG_SECONDS = 30.0
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _peak_rss_mb() -> float:
+def peak_rss_mb() -> float:
     with open("/proc/self/status") as status:
         for line in status:
             if line.startswith("VmHWM:"):
@@ -189,11 +189,11 @@ def campaign(count: int, seed: int, kills: int) -> dict[str, Any]:
         iter(truncation_cases({**seeds, **real})),
         (Case(p.name, p.read_bytes(), "openai", False) for p in hostile_corpus()),
     )
-    baseline = _peak_rss_mb()
+    baseline = peak_rss_mb()
     with tempfile.TemporaryDirectory(dir=_scratch()) as folder:
         tmp = Path(folder)
         figures = run_cases(generated, tmp)
-        peak = _peak_rss_mb()
+        peak = peak_rss_mb()
         figures.update(kill_runs(kills, tmp, rng) if kills else {})
     figures["peak_rss_mb"] = round(peak, 1)
     figures["rss_before_cases_mb"] = round(baseline, 1)
