@@ -10,10 +10,10 @@ change. Start with :func:`make`::
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any as _Any
 
 from simforge.env import Action, ActionError, SimforgeEnv, make
-from simforge.env.gym_hook import register_when_imported
+from simforge.env.gym_hook import register_when_imported as _register_when_imported
 from simforge.errors import InfrastructureError, PluginError, SimforgeError, UserError
 from simforge.scenario import Scenario, ScenarioError, ScenarioRegistry, load_pack, load_scenario
 from simforge.scoring import Rubric, Score, Verdict, validator
@@ -47,7 +47,7 @@ _LAZY = {
 on first use so that ``import simforge`` stays what an environment needs."""
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'simforge' has no attribute {name!r}")
@@ -66,7 +66,7 @@ def _register_with_gymnasium() -> None:
 
 # now if Gymnasium is imported, else when it is (importing it costs more than a tenth of a
 # second that most processes, workers and servers, never need)
-register_when_imported(_register_with_gymnasium)
+_register_when_imported(_register_with_gymnasium)
 
 __all__ = [
     "Action",
