@@ -11,6 +11,9 @@
     │   │   ├── FormatPluginError (trace.errors) a trace-format plugin
     │   │   └── ToolDefinitionError (tools.errors) a tool a pack defines wrongly
     │   ├── TraceError            (trace.errors) a trace that cannot be read; TraceFormatError
+    │   ├── UsageError            an argument or call the API refuses (a ValueError)
+    │   │   ├── NotReady          a call out of order: a step before reset (RuntimeError)
+    │   │   └── WrongType         an argument of a type the API cannot use (TypeError)
     │   ├── ActionError           (env.action) an agent's action that is not one
     │   ├── SessionClosed         (sim.session) a step after the episode ended
     │   ├── SeedDataError         (world.schema) seed rows that do not fit their entity
@@ -55,4 +58,27 @@ class PluginError(UserError):
     """A plugin that cannot be used; the message names the plugin and what is wrong."""
 
 
-__all__ = ["InfrastructureError", "PluginError", "SimforgeError", "UserError"]
+class UsageError(UserError, ValueError):
+    """An argument or a call the API refuses: an unknown option, a split with no task, a policy
+    spec that cannot be built, two scenarios under one id. The message says which and what is
+    allowed. A ``ValueError``, as these were before the tree."""
+
+
+class NotReady(UsageError, RuntimeError):
+    """A call out of order, such as a step before ``reset()``."""
+
+
+class WrongType(UsageError, TypeError):
+    """An argument of a type the API cannot use (``scenario=`` given neither an id, a path nor a
+    pack)."""
+
+
+__all__ = [
+    "InfrastructureError",
+    "NotReady",
+    "PluginError",
+    "SimforgeError",
+    "UsageError",
+    "UserError",
+    "WrongType",
+]

@@ -26,7 +26,7 @@ from typing import Any, Final
 
 import orjson
 
-from simforge.errors import UserError
+from simforge.errors import UsageError, UserError
 
 MAX_DEPTH: Final = 128
 """The deepest nesting of arrays and objects accepted from outside (a scalar is depth 0,
@@ -79,7 +79,7 @@ def exceeds_depth(value: Any, limit: int = MAX_DEPTH) -> bool:
     if not isinstance(value, dict | list | tuple):
         return False
     if limit >= _ORJSON_DUMPS_DEPTH:
-        raise ValueError(f"limit {limit} is beyond what orjson can measure")
+        raise UsageError(f"limit {limit} is beyond what orjson can measure")
     outer, inner = _padding.chain(_ORJSON_DUMPS_DEPTH - limit)
     inner[0] = value
     try:

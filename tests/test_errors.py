@@ -96,3 +96,97 @@ def test_the_cli_lets_an_infrastructure_error_keep_its_traceback():
 
     with pytest.raises(InfrastructureError), user_errors():
         raise InfrastructureError("the store is down")
+
+
+BUILTIN_RAISES_ALLOWED = {
+    ("simforge/__init__.py", "__getattr__"): "the module protocol: AttributeError",
+    ("simforge/trace/__init__.py", "__getattr__"): "the module protocol: AttributeError",
+    ("simforge/env/pool.py", "__getattr__"): "the attribute protocol: AttributeError",
+    ("simforge/atomic.py", "replacing"): "a caller's bug: the block wrote nothing",
+    ("simforge/sim/session.py", "run_until"): "simpy's own error for an empty schedule",
+    ("simforge/scoring/registry.py", "_refuse"): "orjson's default hook: refuse to encode",
+    ("simforge/synth/compiled.py", "_compile_condition"): "caught beside it: fall back",
+    ("simforge/synth/compiled.py", "place"): "caught beside it: the path is not there",
+    ("simforge/synth/errors.py", "holds"): "pack files are validated when they load",
+    ("simforge/synth/expr.py", "evaluate"): "pack files are validated when they load",
+    ("simforge/synth/expr.py", "_compile"): "pack files are validated when they load",
+    ("simforge/synth/handlers.py", "_run"): "pack files are validated when they load",
+    ("simforge/synth/handlers.py", "ev"): "caught by the learner: not arithmetic",
+    ("simforge/trace/formats/otlp.py", "attributes"): "inside a record: becomes a TraceError",
+    ("simforge/trace/formats/otlp.py", "_spans_of_resource"):
+        "inside a record: becomes a TraceError",
+    ("simforge/chat.py", "from_env"): "TODO",
+    ("simforge/policies/llm.py", "render_prompt"): "TODO",
+    ("simforge/policies/llm.py", "_read_template"): "TODO",
+    ("simforge/policies/llm.py", "_positive_int"): "TODO",
+    ("simforge/policies/llm.py", "_config_overrides"): "TODO",
+    ("simforge/policies/harness.py", "__init__"): "TODO",
+    ("simforge/policies/harness.py", "act"): "TODO",
+    ("simforge/scoring/registry.py", "_claim"): "TODO",
+}
+"""Where simforge raises a built-in exception itself, with the reason. Everywhere else, an error
+a caller can meet is one of the tree's, so the CLI's ``except UserError`` sees bad input and a
+bare ``ValueError`` is a bug."""
+
+
+def _builtin_raises() -> list[tuple[str, str, int, str]]:
+    """Every ``raise <built-in exception>`` in simforge's source: (file, function, line,
+    exception), leaving out pydantic validators (where ``ValueError`` is the protocol) and
+    ``NotImplementedError`` (an abstract method)."""
+    import ast
+    import builtins
+    from pathlib import Path
+
+    root = Path(simforge.__file__).parent
+    names = {n for n, v in vars(builtins).items()
+             if isinstance(v, type) and issubclass(v, BaseException)}
+    found = []
+
+    def visit(node: ast.AST, fn: str, validator: bool, path: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            f, v = fn, validator
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                f = child.name
+                v = any("validator" in ast.unparse(d) for d in child.decorator_list)
+            if isinstance(child, ast.Raise) and child.exc is not None and not v:
+                exc = child.exc.func if isinstance(child.exc, ast.Call) else child.exc
+                if (isinstance(exc, ast.Name) and exc.id in names
+                        and exc.id != "NotImplementedError"):
+                    found.append((path, f, child.lineno, exc.id))
+            visit(child, f, v, path)
+
+    for file in sorted(root.rglob("*.py")):
+        rel = f"simforge/{file.relative_to(root).as_posix()}"
+        visit(ast.parse(file.read_text(encoding="utf-8")), "<module>", False, rel)
+    return found
+
+
+def test_simforge_raises_its_own_errors_not_bare_builtins():
+    found = _builtin_raises()
+    stray = [f"{p}:{line} {exc} in {fn}" for p, fn, line, exc in found
+             if (p, fn) not in BUILTIN_RAISES_ALLOWED]
+    assert stray == []
+    assert {(p, fn) for p, fn, _, _ in found} >= set(BUILTIN_RAISES_ALLOWED), \
+        "an allowed site no longer raises a built-in: drop it from the list"
+
+
+@pytest.mark.parametrize("path, builtin", [
+    ("simforge.errors.UsageError", ValueError),
+    ("simforge.errors.NotReady", RuntimeError),
+    ("simforge.errors.WrongType", TypeError),
+    ("simforge.world.schema.EntityDefinitionError", TypeError),
+])
+def test_usage_errors_are_user_errors_with_their_old_bases(path, builtin):
+    module, name = path.rsplit(".", 1)
+    cls = getattr(importlib.import_module(module), name)
+    assert issubclass(cls, UserError) and issubclass(cls, builtin)
+
+
+def test_a_step_before_reset_is_a_user_error_naming_reset():
+    from simforge.errors import NotReady
+
+    env = simforge.make("acme/refund-damaged-order-v1")
+    with pytest.raises(NotReady, match=r"reset\(\)"):
+        env.step({"tool_calls": []})
+    with pytest.raises(RuntimeError):  # what callers caught before the tree
+        env.step({"tool_calls": []})

@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 from simforge.env.action import fast_calls, parse_action
 from simforge.env.initial import task_base
+from simforge.errors import NotReady, UsageError
 from simforge.faults.library import resolve_profile
 from simforge.scenario.model import Task
 from simforge.scenario.registry import LoadedScenario, default_registry
@@ -89,7 +90,7 @@ class SimforgeEnv:
         if task is not None:
             chosen = self.scenario.task(task)
             if chosen not in self._tasks:
-                raise ValueError(
+                raise UsageError(
                     f"task {task!r} of {self.scenario.id!r} is in the {chosen.split!r} split, "
                     f"not {split!r}"
                 )
@@ -167,7 +168,7 @@ class SimforgeEnv:
         options = dict(options or {})
         unknown = set(options) - set(RESET_OPTIONS)
         if unknown:
-            raise ValueError(
+            raise UsageError(
                 f"reset options: unknown keys {sorted(unknown)}; allowed: {list(RESET_OPTIONS)}"
             )
         if seed is None:
@@ -397,7 +398,7 @@ class SimforgeEnv:
 
     def _require_session(self) -> Session:
         if self.session is None:
-            raise RuntimeError("call reset() before step()")
+            raise NotReady("call reset() before step()")
         return self.session
 
     def _info(self) -> dict[str, Any]:
@@ -418,11 +419,11 @@ def _split_tasks(tasks: Sequence[Task], split: str | None, scenario: str) -> lis
     if split is None:
         return list(tasks)
     if split not in SPLITS:
-        raise ValueError(f"split {split!r}: expected one of {list(SPLITS)}")
+        raise UsageError(f"split {split!r}: expected one of {list(SPLITS)}")
     chosen = [t for t in tasks if t.split == split]
     if not chosen:
         counts = {s: sum(t.split == s for t in tasks) for s in SPLITS}
-        raise ValueError(f"scenario {scenario!r} has no task in the {split!r} split ({counts})")
+        raise UsageError(f"scenario {scenario!r} has no task in the {split!r} split ({counts})")
     return chosen
 
 
@@ -443,7 +444,7 @@ def make(
         from simforge.env.pool import TaskPool
 
         if task is not None:
-            raise ValueError("make([...]): a pool samples its tasks; pass reset(options=...)")
+            raise UsageError("make([...]): a pool samples its tasks; pass reset(options=...)")
         return TaskPool(list(scenario_id), faults=faults, split=split, user=user,
                         strict_tools=strict_tools)
     return SimforgeEnv(

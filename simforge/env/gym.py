@@ -52,6 +52,7 @@ from gymnasium.vector.utils import shared_memory as _shared_memory
 
 from simforge.env.action import ActionError, parse_action
 from simforge.env.core import SimforgeEnv, make
+from simforge.errors import NotReady, UsageError, WrongType
 
 if TYPE_CHECKING:
     from simforge.scenario.registry import LoadedScenario
@@ -97,7 +98,7 @@ def open_scenario(ref: Any) -> LoadedScenario:
         return sandbox_scenario(pack)
     if isinstance(ref, str | os.PathLike):
         return default_registry.get(os.fspath(ref))
-    raise TypeError(
+    raise WrongType(
         f"scenario: expected an id, a YAML path, a Pack or a LoadedScenario, got "
         f"{type(ref).__name__}"
     )
@@ -121,7 +122,7 @@ def scenario_reference(loaded: LoadedScenario) -> ScenarioRef:
     pack_path = loaded.pack.path
     if pack_path is not None and scenario.id.startswith("serve/"):
         return PackRef(str(pack_path))
-    raise TypeError(
+    raise WrongType(
         f"scenario {scenario.id!r} was built in memory: a copy of its environment cannot be "
         "rebuilt (give the scenario by id, YAML path or pack folder)"
     )
@@ -169,7 +170,7 @@ class SimforgeGymEnv(gymnasium.Env[str, str]):
         render_mode: str | None = None,
     ) -> None:
         if render_mode not in (None, "ansi"):
-            raise ValueError(f"render_mode {render_mode!r}: only 'ansi' is supported")
+            raise UsageError(f"render_mode {render_mode!r}: only 'ansi' is supported")
         self._kwargs: dict[str, Any] = {
             "task": task, "faults": faults, "split": split, "user": user,
         }
@@ -222,7 +223,7 @@ class SimforgeGymEnv(gymnasium.Env[str, str]):
         env = self.env
         session = env.session
         if session is None:
-            raise RuntimeError("call reset() before step()")
+            raise NotReady("call reset() before step()")
         session.step([], metadata={"malformed_action": problem})
         self._malformed += 1
         # the env's own end-of-step (score once the budget has run out); TaskPool forwards it

@@ -15,6 +15,7 @@ from typing import Any
 
 from simforge.config import NotFound
 from simforge.env.core import SimforgeEnv, Split, sample_task
+from simforge.errors import NotReady, UsageError
 from simforge.scenario.registry import default_registry
 from simforge.users.base import User
 
@@ -34,13 +35,13 @@ class TaskPool:
         strict_tools: bool = False,
     ) -> None:
         if not scenarios:
-            raise ValueError("make([]): a task pool needs at least one scenario")
+            raise UsageError("make([]): a task pool needs at least one scenario")
         self.envs: dict[str, SimforgeEnv] = {}
         for ref in scenarios:
             env = SimforgeEnv(default_registry.get(ref), faults=faults, split=split, user=user,
                               strict_tools=strict_tools)
             if env.scenario.id in self.envs:
-                raise ValueError(f"make([...]): scenario {env.scenario.id!r} is given twice")
+                raise UsageError(f"make([...]): scenario {env.scenario.id!r} is given twice")
             self.envs[env.scenario.id] = env
         self._tasks = [
             f"{sid}{SEPARATOR}{task}" for sid, env in self.envs.items() for task in env.tasks
@@ -74,7 +75,7 @@ class TaskPool:
 
     def _env(self) -> SimforgeEnv:
         if self.current is None:
-            raise RuntimeError("call reset() before step()")
+            raise NotReady("call reset() before step()")
         return self.current
 
     def step(self, action: Any) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:

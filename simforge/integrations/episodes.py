@@ -17,6 +17,7 @@ from typing import Any
 from simforge.env.core import SimforgeEnv, Split, sample_task
 from simforge.env.gym import open_scenario
 from simforge.env.pool import SEPARATOR
+from simforge.errors import UsageError
 from simforge.scenario.registry import LoadedScenario
 from simforge.users.base import User
 
@@ -105,12 +106,12 @@ class Episodes:
     ) -> None:
         refs = list(scenario) if isinstance(scenario, list | tuple) else [scenario]
         if not refs:
-            raise ValueError("a trainer environment needs at least one scenario")
+            raise UsageError("a trainer environment needs at least one scenario")
         self.loaded: dict[str, LoadedScenario] = {}
         for ref in refs:
             loaded = open_scenario(ref)
             if loaded.scenario.id in self.loaded:
-                raise ValueError(f"scenario {loaded.scenario.id!r} is given twice")
+                raise UsageError(f"scenario {loaded.scenario.id!r} is given twice")
             self.loaded[loaded.scenario.id] = loaded
         self.pooled = len(self.loaded) > 1
         self.split = split
@@ -150,11 +151,11 @@ class Episodes:
             return head, rest
         if scenario is not None:
             if scenario not in self.loaded:
-                raise ValueError(f"scenario {scenario!r}: not one of {sorted(self.loaded)}")
+                raise UsageError(f"scenario {scenario!r}: not one of {sorted(self.loaded)}")
             return scenario, task
         if not self.pooled:
             return next(iter(self.loaded)), task
-        raise ValueError(
+        raise UsageError(
             f"task {task!r}: expected 'scenario#task' of this pool; "
             f"scenarios: {sorted(self.loaded)}"
         )
@@ -182,7 +183,7 @@ class Episodes:
                 for tool in loaded.tools(task).to_openai():
                     name = tool["function"]["name"]
                     if name in out and out[name] != tool:
-                        raise ValueError(
+                        raise UsageError(
                             f"tool {name!r} differs between the scenarios of this pool; give "
                             "each scenario an environment of its own"
                         )

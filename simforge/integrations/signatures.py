@@ -27,6 +27,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, Union
 
+from simforge.errors import UsageError
+
 JSON_SCALARS = (str, int, float, bool, type(None))
 _PRIMITIVES: dict[str, Any] = {
     "string": str,
@@ -170,7 +172,7 @@ def _parameter(name: str, default: Any, hint: Any) -> inspect.Parameter:
     # A JSON name Python cannot spell ("from", "order-id"): the signature still carries it, as
     # schema readers go by inspect.signature; the call takes it through **arguments.
     if name == "self" or not name:
-        raise ValueError(f"a tool parameter cannot be named {name!r} here")
+        raise UsageError(f"a tool parameter cannot be named {name!r} here")
     param = inspect.Parameter("_", inspect.Parameter.KEYWORD_ONLY, default=default,
                               annotation=hint)
     param._name = name  # type: ignore[attr-defined]

@@ -56,6 +56,7 @@ from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from simforge.env.core import SimforgeEnv, Split
+from simforge.errors import NotReady, UsageError
 from simforge.integrations.episodes import (
     MESSAGE_DESCRIPTION,
     MESSAGE_SCHEMA,
@@ -142,7 +143,7 @@ class SimforgeTRLEnv:
 
     def _live(self) -> SimforgeEnv:
         if self.env is None or self.env.session is None:
-            raise RuntimeError("call reset() before the tools")
+            raise NotReady("call reset() before the tools")
         return self.env
 
     def _ended(self, env: SimforgeEnv) -> str | None:
@@ -238,7 +239,7 @@ def environment_factory(
     schemas = []
     for tool_name, tool in offered.items():
         if tool_name.startswith("_") or tool_name in _RESERVED:
-            raise ValueError(
+            raise UsageError(
                 f"tool {tool_name!r} cannot be a method of a TRL environment (TRL offers the "
                 f"public methods by name; reserved: {sorted(_RESERVED)})"
             )
@@ -302,7 +303,7 @@ def simforge_reward(
     answer, and simforge's reward is reported (0.0 for an invalid episode; ``None`` for a
     rollout of another environment, or one whose reward ``get_reward`` already reported)."""
     if environments is None:
-        raise ValueError(
+        raise UsageError(
             "simforge_reward scores TRL environments: use GRPOTrainer(environment_factory=...)"
         )
     rewards: list[float | None] = []

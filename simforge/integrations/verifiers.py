@@ -44,6 +44,7 @@ from verifiers.types import Messages, State, ToolMessage, UserMessage
 
 from simforge.env.core import SimforgeEnv, Split
 from simforge.env.gym import PackRef
+from simforge.errors import UsageError
 from simforge.integrations.episodes import (
     Episodes,
     Outcome,
@@ -203,7 +204,7 @@ def load_environment(
     ``n``: ``n`` seeds; or a list) and ``eval_seeds`` the eval dataset's; ``policy=False``
     leaves the policy out of the prompt; other keywords go to ``vf.MultiTurnEnv``."""
     if (scenario is None) == (pack is None):
-        raise ValueError("load_environment: give a scenario or a pack, not both")
+        raise UsageError("load_environment: give a scenario or a pack, not both")
     source = PackRef(pack) if pack is not None else scenario
     common: dict[str, Any] = {"faults": faults, "user": user, "task": task}
     episodes = Episodes(source, split=split, **common)  # plays every row

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, ClassVar
 
+from simforge.errors import UsageError
 from simforge.policies.base import PolicyBase
 from simforge.policies.scripted import NOOP_ANSWER, oracle_actions
 from simforge.scenario.model import Task
@@ -80,7 +81,7 @@ class ReplayPolicy(PolicyBase):
         if source is None:
             source = os.environ.get(REPLAY_SOURCE_ENV)
             if not source:
-                raise ValueError(
+                raise UsageError(
                     f"the replay policy needs a source: 'replay:PATH' or ${REPLAY_SOURCE_ENV}"
                 )
         if isinstance(source, str | os.PathLike):
@@ -88,12 +89,12 @@ class ReplayPolicy(PolicyBase):
 
             path = Path(source)
             if not path.exists():
-                raise ValueError(f"replay source {str(path)!r} does not exist")
+                raise UsageError(f"replay source {str(path)!r} does not exist")
             self.episodes = list(iter_episodes(path))
         else:
             self.episodes = list(source)
         if not self.episodes:
-            raise ValueError("the replay source holds no episodes")
+            raise UsageError("the replay source holds no episodes")
         self._actions: list[dict[str, Any]] = []
         self._next = 0
 
@@ -114,7 +115,7 @@ class ReplayPolicy(PolicyBase):
             return self.episodes[0]
         named = sorted({str(_task_id(e)) for e in self.episodes})
         wanted = f"task {task_id!r}" + (f" (source episode {episode_id!r})" if episode_id else "")
-        raise ValueError(
+        raise UsageError(
             f"no source episode for {wanted} to replay; the source's {len(self.episodes)} "
             f"episode(s) are for tasks {named[:10]}{' ...' if len(named) > 10 else ''}"
         )
@@ -217,7 +218,7 @@ class _PlanFollower(PolicyBase):
         self, observation: dict[str, Any], *, task: Task | None = None, seed: int = 0
     ) -> None:
         if task is None or not task.oracle:
-            raise ValueError(f"the {self.name} policy needs a task with an oracle solution")
+            raise UsageError(f"the {self.name} policy needs a task with an oracle solution")
         self._steps = oracle_actions(task)
         self._next = 0
         self._pending = None

@@ -24,6 +24,7 @@ import re
 import zlib
 from typing import Any, ClassVar
 
+from simforge.errors import UsageError
 from simforge.policies.adversaries._kit import EMAIL as _EMAIL
 from simforge.policies.adversaries._kit import ID as _ID
 from simforge.policies.adversaries._kit import calls as _calls
@@ -56,7 +57,7 @@ class CheaterPolicy:
 
     def __init__(self, strategy: str | None = None) -> None:
         if strategy is not None and strategy not in STRATEGIES:
-            raise ValueError(f"unknown cheater strategy {strategy!r}; known: {STRATEGIES}")
+            raise UsageError(f"unknown cheater strategy {strategy!r}; known: {STRATEGIES}")
         self.strategy = strategy
         self._active = strategy or STRATEGIES[0]
         self._plan: list[dict[str, Any]] = []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from simforge.errors import UsageError
 from simforge.policies.base import PolicyBase
 from simforge.scenario.model import Task
 
@@ -24,9 +25,9 @@ class OraclePolicy(PolicyBase):
         self, observation: dict[str, Any], *, task: Task | None = None, seed: int = 0
     ) -> None:
         if task is None:
-            raise ValueError("the oracle policy needs the task (it is privileged)")
+            raise UsageError("the oracle policy needs the task (it is privileged)")
         if not task.oracle:
-            raise ValueError(f"task {task.id!r} has no oracle solution")
+            raise UsageError(f"task {task.id!r} has no oracle solution")
         self._steps = oracle_actions(task)
         self._next = 0
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from simforge.config import NotFound
+from simforge.errors import UsageError
 from simforge.policies.base import Policy
 
 
@@ -84,5 +85,5 @@ def build_policy(spec: str) -> Policy:
             f"policy {name!r} takes no argument; policies with one: {sorted(WITH_ARGUMENT)}"
         )
     if not arg:
-        raise ValueError(f"policy spec {spec!r}: the argument after ':' is empty")
+        raise UsageError(f"policy spec {spec!r}: the argument after ':' is empty")
     return WITH_ARGUMENT[name](arg)

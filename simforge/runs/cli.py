@@ -15,6 +15,7 @@ from typing import Any
 import typer
 from rich.console import Console
 
+from simforge.errors import UsageError
 from simforge.report.stored import load_run
 
 STORE_HELP = (
@@ -30,9 +31,11 @@ def _store_url(store: str | None) -> str:
 
 @contextmanager
 def run_errors() -> Iterator[None]:
-    """The main CLI's one-line errors, plus what this layer adds (bad policy specs, a policy's
-    endpoint down, a store that cannot be opened, no ray). Every command that runs a policy or
-    opens a store uses it."""
+    """The main CLI's one-line errors (every :class:`~simforge.errors.UserError`), plus the
+    infrastructure failures a user fixes outside simforge and that a traceback would not help
+    with (a policy's endpoint down, a store that cannot be opened, no ray). Anything else, a
+    bare ``ValueError`` included, is a bug and keeps its traceback. Every command that runs a
+    policy or opens a store uses it."""
     from simforge.cli_support import err_console, user_errors
     from simforge.policies.base import PolicyUnavailable
     from simforge.runs.ray_backend import RayUnavailable
@@ -41,7 +44,7 @@ def run_errors() -> Iterator[None]:
     with user_errors():
         try:
             yield
-        except (ValueError, PolicyUnavailable, RayUnavailable, StoreError) as exc:
+        except (PolicyUnavailable, RayUnavailable, StoreError) as exc:
             err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
             raise typer.Exit(2) from None
 
@@ -80,7 +83,7 @@ def _resolve_run(store: Any, run_id: str) -> str:
     if run_id == "latest":
         runs = store.runs()
         if not runs:
-            raise ValueError(f"no runs in {store.display_url}")
+            raise UsageError(f"no runs in {store.display_url}")
         return str(runs[-1]["id"])
     return run_id
 
@@ -125,12 +128,12 @@ def stress(
         run_store = RunStore(_store_url(store), create=not resume)  # a resumed run's must exist
         if resume:
             if scenarios or policy:
-                raise ValueError("--resume replays the stored plan; give no scenarios or policy")
+                raise UsageError("--resume replays the stored plan; give no scenarios or policy")
             prepared = prepare(run_store, resume=resume, backend=backend,  # type: ignore[arg-type]
                                attribute=attribute)
         else:
             if not scenarios or not policy:
-                raise ValueError("give SCENARIO... and --policy (or --resume RUN_ID)")
+                raise UsageError("give SCENARIO... and --policy (or --resume RUN_ID)")
             config = RunConfig(
                 scenarios=list(dict.fromkeys(normalise_ref(s) for s in scenarios)),
                 policy=policy,
@@ -329,9 +332,9 @@ def export(
 
     with run_errors():
         if fmt not in FORMATS:
-            raise ValueError(f"--format: {fmt!r}; use one of {list(FORMATS)}")
+            raise UsageError(f"--format: {fmt!r}; use one of {list(FORMATS)}")
         if tools not in TOOLS_MODES:
-            raise ValueError(f"--tools: {tools!r}; use one of {list(TOOLS_MODES)}")
+            raise UsageError(f"--tools: {tools!r}; use one of {list(TOOLS_MODES)}")
         run_store = RunStore(_store_url(store), create=False)
         ids = [_resolve_run(run_store, r) for r in run_ids]
         target = out or FORMATS[fmt].format(run="_".join(ids))

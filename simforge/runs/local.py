@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any, TypeVar
 
+from simforge.errors import UsageError
 from simforge.runs.matrix import Cell, chunks
 from simforge.runs.worker import Record, run_cells, store_cells, warm_env, watch_runner
 
@@ -81,7 +82,7 @@ def store_local(
     ``(record, written)`` a batch per chunk committed, in completion order, the records
     without their trajectories."""
     if workers <= 0:
-        raise ValueError("store_local needs at least one worker process")
+        raise UsageError("store_local needs at least one worker process")
     yield from _pooled(store_cells, cells, refs, user, workers, None,
                        (refs, policy_spec, trajectories, profiles, user, *store))
 

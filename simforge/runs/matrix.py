@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from simforge.errors import UsageError
 from simforge.scenario.registry import ScenarioRegistry, default_registry
 
 if TYPE_CHECKING:
@@ -168,7 +169,7 @@ def plan(config: RunConfig, registry: ScenarioRegistry = default_registry) -> Pl
             profile = resolve_profile(ref_or_name, loaded.profiles)
             name = profile.name
             if profiles.setdefault(name, ref_or_name) != ref_or_name:
-                raise ValueError(
+                raise UsageError(
                     f"fault profiles {profiles[name]!r} and {ref_or_name!r} are both named "
                     f"{name!r}; a run needs distinct names"
                 )
@@ -178,7 +179,7 @@ def plan(config: RunConfig, registry: ScenarioRegistry = default_registry) -> Pl
             for part, (kind, alone) in ablate(profile).items():
                 path = write_profile(alone)
                 if profiles.setdefault(part, path) != path:
-                    raise ValueError(
+                    raise UsageError(
                         f"cannot attribute {name!r} by fault kind: {part!r} means different "
                         "rules in different scenarios (or clashes with a profile of that name)"
                     )

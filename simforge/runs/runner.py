@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
+from simforge.errors import UsageError
 from simforge.runs.local import run_local, store_local
 from simforge.runs.matrix import Plan, RunConfig, plan
 from simforge.runs.store import RunStore
@@ -56,13 +57,13 @@ def prepare(
         stored = store.run(resume)
         config = RunConfig.model_validate(stored["config"])
         if config.regrade_of is not None:
-            raise ValueError(f"run {resume!r} re-grades run {config.regrade_of!r}; it has no "
+            raise UsageError(f"run {resume!r} re-grades run {config.regrade_of!r}; it has no "
                              "episodes of its own to play (run simforge regrade again)")
         grow = attribute and not config.attribute
         if grow:
             config = config.model_copy(update={"attribute": True})
     if config is None:
-        raise ValueError("a new run needs a config")
+        raise UsageError("a new run needs a config")
     the_plan = plan(config)
     versions = grading_versions(the_plan.refs)
     warnings = []

@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 
 from simforge.config import NotFound
+from simforge.errors import UsageError
 from simforge.faults.kinds import Outage
 from simforge.faults.rules import FaultRule, Target
 from simforge.scenario.model import (
@@ -48,7 +49,7 @@ def variant_id(scenario_id: str) -> str:
     """``domain/name-vN`` -> ``domain/name-impossible-vN``."""
     match = _VERSION.match(scenario_id)
     if match is None:
-        raise ValueError(f"not a scenario id: {scenario_id!r}")
+        raise UsageError(f"not a scenario id: {scenario_id!r}")
     return f"{match['base']}{SUFFIX}-v{match['n']}"
 
 

@@ -11,13 +11,15 @@ from __future__ import annotations
 from fractions import Fraction
 from math import comb
 
+from simforge.errors import UsageError
+
 
 def pass_hat_k_exact(n: int, c: int, k: int) -> Fraction:
     """``C(c, k) / C(n, k)`` as a fraction; ``0 <= c <= n`` and ``1 <= k <= n``."""
     if n < 1 or not 0 <= c <= n:
-        raise ValueError(f"need 0 <= c <= n and n >= 1, got n={n}, c={c}")
+        raise UsageError(f"need 0 <= c <= n and n >= 1, got n={n}, c={c}")
     if not 1 <= k <= n:
-        raise ValueError(f"need 1 <= k <= n, got k={k}, n={n}")
+        raise UsageError(f"need 1 <= k <= n, got k={k}, n={n}")
     return Fraction(comb(c, k), comb(n, k))
 
 

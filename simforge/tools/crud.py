@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, create_model
 
+from simforge.errors import UsageError
 from simforge.tools.context import ToolContext
 from simforge.tools.errors import ToolError
 from simforge.tools.spec import ErrorModel, ToolSpec
@@ -42,7 +43,7 @@ def crud_tools(
     out = []
     for op in ops:
         if op not in builders:
-            raise ValueError(f"unknown CRUD operation {op!r}; allowed: {list(ALL_OPS)}")
+            raise UsageError(f"unknown CRUD operation {op!r}; allowed: {list(ALL_OPS)}")
         name, description, kind, model, handler, output = builders[op](schema)
         latency = read_latency if kind == "read" else write_latency
         spec_fields: dict[str, Any] = {

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from simforge.errors import UserError
+from simforge.errors import UsageError, UserError
 
 
 class _Frozen(BaseModel):
@@ -83,7 +83,7 @@ class Empirical(_Frozen):
     def from_samples(cls, samples: list[float], points: int = 21) -> Empirical:
         data = sorted(samples)
         if not data:
-            raise ValueError("no samples")
+            raise UsageError("no samples")
         qs = []
         for k in range(points):
             pos = k / (points - 1) * (len(data) - 1)

@@ -19,6 +19,7 @@ from typing import Any, BinaryIO, Literal
 import orjson
 
 from simforge.atomic import AtomicFile
+from simforge.errors import UsageError
 from simforge.trace.episode import Episode, ToolCall
 from simforge.trace.formats._common import dumps
 
@@ -86,7 +87,7 @@ class EpisodeWriter:
 
     def __init__(self, path: str | os.PathLike[str], fmt: ExportFormat = "native") -> None:
         if fmt not in ("native", "openai"):
-            raise ValueError(f"unknown export format {fmt!r}; use 'native' or 'openai'")
+            raise UsageError(f"unknown export format {fmt!r}; use 'native' or 'openai'")
         self.path = Path(path)
         self.fmt = fmt
         self.count = 0

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any, ClassVar
 
+from simforge.config import NotFound
 from simforge.trace.detect import SAMPLE_RECORDS, Sample, samples_of
 from simforge.trace.episode import Episode
 from simforge.trace.errors import FormatPluginError, Location
@@ -154,10 +155,11 @@ def formats() -> dict[str, type[FormatAdapter]]:
 
 
 def get_format(name: str) -> type[FormatAdapter]:
-    """The adapter registered under ``name``; ``KeyError`` lists the known names."""
+    """The adapter registered under ``name``; :class:`~simforge.config.NotFound` (a
+    ``KeyError``) lists the known names."""
     known = formats()
     if name not in known:
-        raise KeyError(f"unknown trace format {name!r}; known: {', '.join(sorted(known))}")
+        raise NotFound(f"unknown trace format {name!r}; known: {', '.join(sorted(known))}")
     return known[name]
 
 

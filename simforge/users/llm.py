@@ -37,6 +37,7 @@ from typing import Any
 
 from simforge import atomic
 from simforge.chat import ChatClient, ChatConfig, ChatError, Completion
+from simforge.errors import UsageError
 from simforge.scenario.model import Task, UserSpec
 from simforge.users.base import SimulatedUserError, Turn, UserReply
 
@@ -254,7 +255,7 @@ def _config(model: str | None) -> ChatConfig:
     try:
         return ChatConfig.from_env("SIMFORGE_USER", fallback=None, **overrides)
     except ValueError as exc:
-        raise ValueError(f"the llm user: {exc}") from None
+        raise UsageError(f"the llm user: {exc}") from None
 
 
 def _write_atomically(path: Path, text: str) -> None:

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ValidationError, create_model
 from sqlalchemy.orm import registry
 from sqlmodel import SQLModel
 
-from simforge.errors import UserError
+from simforge.errors import PluginError, UserError
 
 T = TypeVar("T", bound=type[SQLModel])
 
@@ -79,10 +79,12 @@ class EntitySchema:
     def of(cls, model: type[SQLModel]) -> EntitySchema:
         table = getattr(model, "__table__", None)
         if table is None:
-            raise TypeError(f"{model.__name__} is not a SQLModel table (declare table=True)")
+            raise EntityDefinitionError(
+                f"{model.__name__} is not a SQLModel table (declare table=True)")
         keys = list(table.primary_key.columns.keys())
         if len(keys) != 1:
-            raise TypeError(f"{model.__name__} needs exactly one primary key, has {keys}")
+            raise EntityDefinitionError(
+                f"{model.__name__} needs exactly one primary key, has {keys}")
         config = dict(getattr(model, "__simforge_entity__", {}))
         json_schema = model.model_json_schema()
         properties = json_schema.get("properties", {})
@@ -130,6 +132,11 @@ class EntitySchema:
             f"{self.name}Row",
             **{f: (info.annotation, info) for f, info in self.model.model_fields.items()},
         )  # type: ignore[call-overload]
+
+
+class EntityDefinitionError(PluginError, TypeError):
+    """An entity a pack declares wrongly (not a SQLModel table, not exactly one primary key);
+    names the model."""
 
 
 class SeedDataError(UserError, ValueError):
