@@ -48,6 +48,7 @@ from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from simforge.errors import UsageError, WrongType
 from simforge.policies.base import PolicyUnavailable
 
 if TYPE_CHECKING:
@@ -223,7 +224,7 @@ class ChatConfig:
         fields = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(overrides) - fields)
         if unknown:
-            raise TypeError(f"unknown ChatConfig field(s) {unknown}; fields: {sorted(fields)}")
+            raise WrongType(f"unknown ChatConfig field(s) {unknown}; fields: {sorted(fields)}")
         values: dict[str, Any] = {}
 
         def get(name: str, *, fallback_too: bool = False) -> tuple[str, str] | None:
@@ -258,11 +259,11 @@ class ChatConfig:
         if found := get("BASE_URL", fallback_too=True):
             var, raw = found
             if not raw.startswith(("http://", "https://")):
-                raise ValueError(f"{var}={raw!r}: expected an http:// or https:// URL")
+                raise UsageError(f"{var}={raw!r}: expected an http:// or https:// URL")
         values.update({k: v for k, v in overrides.items() if v is not None})
         if not values.get("model"):
             names = f"${prefix}_MODEL" + (f" (or ${fallback}_MODEL)" if fallback else "")
-            raise ValueError(f"no chat model configured: set {names} or pass model=")
+            raise UsageError(f"no chat model configured: set {names} or pass model=")
         return cls(**values)
 
 

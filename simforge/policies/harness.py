@@ -39,6 +39,7 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from simforge.errors import UsageError
 from simforge.policies.base import PolicyBase, PolicyUnavailable
 from simforge.policies.scripted import NOOP_ANSWER
 
@@ -133,7 +134,7 @@ class HarnessPolicy(PolicyBase):
                  time_scale: float | None = None) -> None:
         command = command or os.environ.get("SIMFORGE_HARNESS_COMMAND")
         if not command:
-            raise ValueError(
+            raise UsageError(
                 "the harness policy needs a command: 'harness:COMMAND' or "
                 "$SIMFORGE_HARNESS_COMMAND"
             )

@@ -37,6 +37,7 @@ from typing import Any, ClassVar
 from urllib.parse import parse_qsl
 
 from simforge.chat import ChatClient, ChatConfig, ChatError, Completion
+from simforge.errors import UsageError
 from simforge.policies.base import PolicyBase
 from simforge.policies.scripted import NOOP_ANSWER
 from simforge.scenario.model import Task
@@ -85,14 +86,14 @@ def render_prompt(template: str, **values: Any) -> str:
     try:
         return env.from_string(template).render(**values).strip()
     except TemplateError as exc:
-        raise ValueError(f"the llm policy's system prompt template: {exc}") from None
+        raise UsageError(f"the llm policy's system prompt template: {exc}") from None
 
 
 def _read_template(path: str) -> str:
     try:
         return Path(path).expanduser().read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"system prompt template {path!r}: {exc}") from None
+        raise UsageError(f"system prompt template {path!r}: {exc}") from None
 
 
 class LLMPolicy(PolicyBase):
@@ -253,7 +254,7 @@ def _positive_int(name: str, raw: Any, default: int) -> int:
     except (TypeError, ValueError):
         value = 0
     if value < 1:
-        raise ValueError(f"the llm policy's {name}: {raw!r}, expected an integer >= 1")
+        raise UsageError(f"the llm policy's {name}: {raw!r}, expected an integer >= 1")
     return value
 
 
@@ -269,14 +270,14 @@ def _config_overrides(
             try:
                 out[key] = _CONFIG_KEYS[key](raw)
             except ValueError:
-                raise ValueError(
+                raise UsageError(
                     f"llm spec option {key}={raw!r}: expected {_CONFIG_KEYS[key].__name__}"
                 ) from None
         elif key == "tool_choice":
             out[key] = json.loads(raw) if raw.startswith("{") else raw
         elif key == "parallel_tool_calls":
             if raw.lower() not in ("true", "false", "1", "0"):
-                raise ValueError(f"llm spec option {key}={raw!r}: expected true or false")
+                raise UsageError(f"llm spec option {key}={raw!r}: expected true or false")
             out[key] = raw.lower() in ("true", "1")
         else:
             extra[key] = _scalar(raw)

@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ValidationError
 
-from simforge.errors import UserError
+from simforge.errors import PluginError, UserError
 from simforge.scoring.context import ScoringContext
 from simforge.scoring.verdict import Category, Verdict
 from simforge.trace.episode import ToolCall
@@ -130,7 +130,7 @@ def _claim(table: dict[str, Any], name: str, fn: Callable[..., Any], what: str) 
         return
     current = existing.fn if isinstance(existing, ValidatorDef) else existing
     if current is not fn and _qualname(current) != _qualname(fn):
-        raise ValueError(f"{what} {name!r} is already registered by {current.__module__}")
+        raise PluginError(f"{what} {name!r} is already registered by {current.__module__}")
 
 
 def _qualname(fn: Callable[..., Any]) -> str:
