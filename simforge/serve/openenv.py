@@ -15,7 +15,9 @@ is not valid: every 422 of simforge's), ``EXECUTION_ERROR`` (a valid step the ep
 take, such as one after the end), ``CAPACITY_REACHED``, ``FACTORY_ERROR`` and ``SESSION_ERROR``
 (the session was deleted under the connection). Each connection is one simforge session,
 deleted when it closes. ``reset`` takes ``seed``, ``episode_id`` (kept as the episode's id;
-without one, every reset gets a fresh one), ``task`` and ``faults``.
+without one, every reset gets a fresh one), ``task`` and ``faults``. A reset's tools and policy
+come with their digests (``tools_id``, ``policy_id``); a later reset on the same connection
+whose tools or policy the connection already received carries the id alone.
 
 **Actions.** A step's ``data`` is a simforge action (tool calls, a message to the user, a final
 answer: the conversation contract holds, the user's reply is ``observation.user``) or one of
@@ -39,6 +41,7 @@ client turns into HTTP Basic by way of ``websockets``.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import weakref
 from typing import Any
@@ -104,7 +107,19 @@ OBSERVATION_SCHEMA: dict[str, Any] = {
             "description": "After reset: the task's tools in OpenAI function format. After a "
             "list_tools action: the tools as MCP lists them (name, description, input_schema).",
         },
+        "tools_id": {
+            "type": "string",
+            "description": "After reset: the digest of the task's tools. Over /ws, a reset "
+            "whose tools the connection has already received carries only this id: the tools "
+            "are those of the earlier reset with the same tools_id (absent, with tools in "
+            "full, when the episode's surface faults change its tools).",
+        },
         "policy": {"type": "string", "description": "The policy the agent follows (markdown)."},
+        "policy_id": {
+            "type": "string",
+            "description": "After reset: the policy's digest; over /ws the policy is left out "
+            "when the connection has received it with this id.",
+        },
         "session_id": {"type": "string"},
         "episode_id": {"type": "string"},
         "results": {"type": "array", "description": "One result or error per tool call."},
@@ -204,34 +219,77 @@ def _invalid(message: str, field: str) -> Problem:
     return Problem(422, "invalid_message", message, errors=[{"field": field, "problem": message}])
 
 
-_CATALOG_JSON: dict[int, tuple[weakref.ref[ToolCatalog], orjson.Fragment]] = {}
+_CATALOG_JSON: dict[int, tuple[weakref.ref[ToolCatalog], orjson.Fragment, str]] = {}
 """A task's tools in OpenAI function format, serialised once per catalog (by its id while it
-lives; a scenario keeps one catalog per set of offered tools): the largest part of every
-reset's observation (29 KB of 38 for ``acme/refund-damaged-order-v1``), the same for every
-episode of the task."""
+lives; a scenario keeps one catalog per set of offered tools), with a digest of those bytes:
+the largest part of a reset's observation (29 KB of 38 for ``acme/refund-damaged-order-v1``),
+the same for every episode of the task."""
+
+_POLICY_IDS: dict[str, str] = {}
+"""A digest per policy text (a scenario has one; 8.5 KB for acme's)."""
 
 
-def catalog_json(catalog: ToolCatalog) -> orjson.Fragment:
-    """``catalog.to_openai()`` as JSON, serialised on the first call for this catalog."""
+def _digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=8).hexdigest()
+
+
+def catalog_json(catalog: ToolCatalog) -> tuple[orjson.Fragment, str]:
+    """``catalog.to_openai()`` as JSON and its digest, serialised on the first call for this
+    catalog."""
     key = id(catalog)
     cached = _CATALOG_JSON.get(key)
     if cached is not None and cached[0]() is catalog:
-        return cached[1]
-    fragment = orjson.Fragment(jsonio.dumps(catalog.to_openai()))
-    _CATALOG_JSON[key] = (weakref.ref(catalog, lambda _: _CATALOG_JSON.pop(key, None)), fragment)
-    return fragment
+        return cached[1], cached[2]
+    data = jsonio.dumps(catalog.to_openai())
+    fragment, digest = orjson.Fragment(data), _digest(data)
+    _CATALOG_JSON[key] = (weakref.ref(catalog, lambda _: _CATALOG_JSON.pop(key, None)),
+                          fragment, digest)
+    return fragment, digest
 
 
-def reset_observation(served: ServedSession, obs: dict[str, Any]) -> dict[str, Any]:
+def policy_id(policy: str) -> str:
+    digest = _POLICY_IDS.get(policy)
+    if digest is None:
+        if len(_POLICY_IDS) > 256:  # policies are few; never let the table grow unbounded
+            _POLICY_IDS.clear()
+        digest = _POLICY_IDS[policy] = _digest(policy.encode())
+    return digest
+
+
+def reset_observation(
+    served: ServedSession, obs: dict[str, Any], sent: set[str] | None = None
+) -> dict[str, Any]:
     """A reset's observation as OpenEnv answers it: with the session and episode ids, and its
     ``tools`` as the catalog's cached JSON when they are the task's own catalog (no surface
     faults rename, hide or add tools in this episode, no strict mode), which orjson writes as
-    it is. The bytes on the wire are the same either way."""
+    it is, with the digest of those bytes as ``tools_id``; ``policy`` likewise has its
+    ``policy_id``.
+
+    ``sent``: the digests this connection has already received (a WebSocket's). A reset whose
+    tools or policy were sent before on the connection carries only the id, not the value
+    again: the agent keeps what a reset with that id carried. An episode whose surface faults
+    change its tools always carries them in full, without an id."""
     observation = {**obs, "session_id": served.id, "episode_id": served.episode_id}
     env = served.env
     if served.session.surface is None and not env.strict_tools:
-        observation["tools"] = catalog_json(env.tools)
+        observation["tools"], observation["tools_id"] = catalog_json(env.tools)
+        if sent is not None:
+            _by_reference(observation, "tools", sent)
+    policy = observation.get("policy")
+    if type(policy) is str:
+        observation["policy_id"] = policy_id(policy)
+        if sent is not None:
+            _by_reference(observation, "policy", sent)
     return observation
+
+
+def _by_reference(observation: dict[str, Any], key: str, sent: set[str]) -> None:
+    """Leave ``observation[key]`` out when its id was sent on this connection already."""
+    ref = observation[f"{key}_id"]
+    if ref in sent:
+        del observation[key]
+    else:
+        sent.add(ref)
 
 
 def state(served: ServedSession) -> dict[str, Any]:
@@ -537,6 +595,7 @@ def openenv_router(manager: SessionManager, token: str, rpc: JsonRpc) -> APIRout
 async def _serve(
     websocket: WebSocket, manager: SessionManager, rpc: JsonRpc, served: ServedSession
 ) -> None:
+    sent: set[str] = set()  # the tools and policy ids this connection has received
     while True:
         frame = await websocket.receive()
         if frame["type"] == "websocket.disconnect":
@@ -544,7 +603,7 @@ async def _serve(
         raw = frame.get("text")
         if raw is None:
             raw = frame.get("bytes") or b""
-        reply = await _message(manager, rpc, served, raw)
+        reply = await _message(manager, rpc, served, raw, sent)
         if reply is None:
             await websocket.close()
             return
@@ -555,7 +614,8 @@ async def _serve(
 
 
 async def _message(
-    manager: SessionManager, rpc: JsonRpc, served: ServedSession, raw: str | bytes
+    manager: SessionManager, rpc: JsonRpc, served: ServedSession, raw: str | bytes,
+    sent: set[str] | None = None,
 ) -> bytes | None:
     """The reply to one WebSocket message; ``None`` to close."""
     try:
@@ -586,7 +646,7 @@ async def _message(
         if kind == "close":
             return None
         if kind == "reset":
-            return await _reset(manager, served, data)
+            return await _reset(manager, served, data, sent)
         if kind == "step":
             obs, reward, done = await openenv_step(served, data)
             return _observation(obs, reward, done)
@@ -611,7 +671,10 @@ def _observation(data: dict[str, Any], reward: float | None, done: bool) -> byte
     )
 
 
-async def _reset(manager: SessionManager, served: ServedSession, data: dict[str, Any]) -> bytes:
+async def _reset(
+    manager: SessionManager, served: ServedSession, data: dict[str, Any],
+    sent: set[str] | None = None,
+) -> bytes:
     unknown = sorted(set(data) - set(RESET_KEYS))
     if unknown:
         raise Problem(422, "invalid_reset", f"reset: unknown keys {unknown}; allowed: "
@@ -633,4 +696,4 @@ async def _reset(manager: SessionManager, served: ServedSession, data: dict[str,
     async with served.lock:
         _, obs, _ = manager.reset(served.id, seed=seed, task=task, faults=faults,
                                   episode_id=episode_id)
-    return _observation(reset_observation(served, obs), None, False)
+    return _observation(reset_observation(served, obs, sent), None, False)

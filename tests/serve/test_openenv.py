@@ -174,18 +174,57 @@ async def test_a_requested_episode_id_is_kept(live_server):
 
 async def test_a_reset_offers_the_tools_of_its_episode(live_server):
     """The task's catalog is serialised once and reused by every reset that offers it as it
-    is; an episode whose surface faults rename or add tools offers its own."""
+    is; an episode whose surface faults rename or add tools offers its own. On one connection
+    a catalog (or policy) already received comes by reference (its id) and the agent keeps the
+    one it has: what it holds after each reset is what the episode offers."""
     live = live_server(ACME)
     sessions = live.app.state.manager.sessions
     seen = []
+    by_ref = 0
+    known: dict[str, Any] = {}  # what the agent keeps: tools and policies by id
     async with GenericEnvClient(base_url=authed(live.url)) as env:
         for seed, faults in [(0, "none"), (1, "none"), *[(s, "tool-drift") for s in range(6)]]:
-            result = await env.reset(seed=seed, faults=faults)
-            served = sessions[result.observation["session_id"]]
+            obs = (await env.reset(seed=seed, faults=faults)).observation
+            served = sessions[obs["session_id"]]
             offered = served.env.offered_tools()
-            assert result.observation["tools"] == offered, (seed, faults)
+            for key in ("tools", "policy"):
+                ref = obs.get(f"{key}_id")
+                if key in obs:
+                    if ref is not None:
+                        known[ref] = obs[key]
+                else:
+                    by_ref += 1
+                    assert ref in known, (seed, faults, key)
+            tools = obs["tools"] if "tools" in obs else known[obs["tools_id"]]
+            policy = obs["policy"] if "policy" in obs else known[obs["policy_id"]]
+            assert tools == offered, (seed, faults)
+            assert policy == served.env.initial_observation()["policy"]
             seen.append(json.dumps(offered))
     assert seen[0] == seen[1] and len(set(seen)) > 1  # some drift episode offers other tools
+    assert by_ref >= 2  # the second reset's tools and policy at least came by reference
+
+
+async def test_each_connection_gets_the_catalog_in_full_once(live_server):
+    """A second reset on a connection carries the tools and the policy by id only; a new
+    connection gets them in full on its first reset; HTTP /reset always answers them in
+    full (it has no connection to remember them by)."""
+    live = live_server(MINI)
+    first: list[dict[str, Any]] = []
+    for _ in range(2):
+        async with GenericEnvClient(base_url=authed(live.url)) as env:
+            one = (await env.reset(seed=0, task="upgrade")).observation
+            two = (await env.reset(seed=1, task="upgrade")).observation
+            await env.step(GET_C3)  # the episode plays as before
+        assert one["tools"] and isinstance(one["policy"], str)
+        assert "tools" not in two and "policy" not in two
+        assert (two["tools_id"], two["policy_id"]) == (one["tools_id"], one["policy_id"])
+        first.append(one)
+    assert first[0]["tools"] == first[1]["tools"] and first[0]["tools_id"] == first[1]["tools_id"]
+    with httpx.Client(base_url=live.url, headers=AUTH) as http:
+        for seed in (0, 1):
+            obs = http.post("/reset", json={"seed": seed, "task": "upgrade"}).json()["observation"]
+            assert obs["tools"] == first[0]["tools"] and obs["tools_id"] == first[0]["tools_id"]
+            assert obs["policy"] == first[0]["policy"]
 
 
 @pytest.mark.parametrize("enabled", [False, True])
