@@ -1,18 +1,19 @@
 """Derived data cached on disk by content hash, shared by every process of a machine.
 
 What a process derives from files that do not change between runs (a pack's validated seed
-tables for a world seed and size) is written once under ``$SIMFORGE_CACHE`` (default
-``$XDG_CACHE_HOME/simforge`` or ``~/.cache/simforge``; ``SIMFORGE_CACHE=off`` disables it) and read
-back by the next process: a stress worker, a Ray task, the next ``simforge run``.
+tables for a world seed and size, the id of a scenario file that validated) is written once
+under ``$SIMFORGE_CACHE`` (default ``$XDG_CACHE_HOME/simforge`` or ``~/.cache/simforge``;
+``SIMFORGE_CACHE=off`` disables it) and read back by the next process: a stress worker, a Ray
+task, the next ``simforge run``.
 
 An entry's key is a SHA-256 over everything the value is derived from: the bytes of every file
-of the pack folder (not their times: a checkout or a copy keeps the cache), the source of
-simforge itself and the versions of the libraries that shape the value (Faker generates the
-seed rows, pydantic validates them), and the parameters. A change to any of them is a new key;
-nothing is ever invalidated in place. Entries are written atomically (a temporary sibling
-renamed onto the name), so two processes filling the same entry at once both leave a whole
-file, and a reader never sees half of one. An entry that does not read back (truncated by a
-full disk, edited, from another format version) is a miss, and is overwritten.
+of the pack folder (or of the one scenario file; not their times: a checkout or a copy keeps the
+cache), the source of simforge itself and the versions of the libraries that shape the value
+(Faker generates the seed rows, pydantic validates them), and the parameters. A change to any of
+them is a new key; nothing is ever invalidated in place. Entries are written atomically (a
+temporary sibling renamed onto the name), so two processes filling the same entry at once both
+leave a whole file, and a reader never sees half of one. An entry that does not read back
+(truncated by a full disk, edited, from another format version) is a miss, and is overwritten.
 
 The cache is local and trusted like the pack's own files: an entry is JSON checked for its
 format and key, not validated again row by row (that is the work it saves). Values over

@@ -7,12 +7,14 @@ are skipped.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from simforge import cache
 from simforge.config import NotFound, at_line
 from simforge.faults.library import resolve_profile
 from simforge.paths import resource_dirs
@@ -94,12 +96,12 @@ class ScenarioRegistry:
                 for path in sorted(root.rglob("*.yaml")):
                     if path.name == MANIFEST:
                         continue
-                    scenario = load_scenario(path)
-                    if scenario.id in index:
+                    found = scenario_id_of(path)
+                    if found in index:
                         raise ScenarioError(
-                            path, [f"id {scenario.id!r} already defined in {index[scenario.id]}"]
+                            path, [f"id {found!r} already defined in {index[found]}"]
                         )
-                    index[scenario.id] = path
+                    index[found] = path
             self._by_id = index
         return self._by_id
 
@@ -151,6 +153,27 @@ class ScenarioRegistry:
 
     def all(self) -> list[LoadedScenario]:
         return [self.get(i) for i in self.ids()]
+
+
+def scenario_id_of(path: Path) -> str:
+    """The id of a scenario file, which is validated in full the first time its bytes are seen:
+    the disk cache (:mod:`simforge.cache`, keyed by the file's bytes and simforge's source)
+    remembers the id of a file that validated, so indexing the scenarios does not parse and
+    validate every file in every process. A file that does not validate is never remembered
+    and raises here each time; the scenario that is loaded is always validated in full."""
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        raw = None
+    key = cache.entry_key("scenario-id", hashlib.sha256(raw).hexdigest()) if raw else None
+    if key is not None:
+        known = cache.load("scenario-ids", key)
+        if isinstance(known, str):
+            return known
+    scenario = load_scenario(path)
+    if key is not None and path.read_bytes() == raw:  # not changed while it was validated
+        cache.store("scenario-ids", key, scenario.id)
+    return scenario.id
 
 
 def _check_references(scenario: Scenario, pack: Pack, path: Path) -> None:
