@@ -10,7 +10,7 @@
     scenario.yaml    a scenario with ``pack: .`` and one task per source episode (held-out
                      episodes are the ``eval`` split)
     policy.md        the agent policy the traces carried, when they carried one (tau2)
-    state.json       the model of state shown only in text (:mod:`.textstate`), when learned
+    state.json       the model of state shown only in text (:mod:`.text_state`), when learned
     scenario-nongold.yaml  the training episodes labelled failed, as tasks with nothing to
                      expect (kept out of scenario.yaml, so out of training, by default)
 

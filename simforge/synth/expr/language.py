@@ -29,7 +29,7 @@ import math
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from simforge.synth.joins import joined
+from simforge.synth.expr.joins import joined
 
 Expr = dict[str, Any]
 Path = list[str | int]
