@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from simforge.synth.expr.joins import joined
+from simforge.world.frozen import FrozenDict
 
 Expr = dict[str, Any]
 Path = list[str | int]
@@ -473,7 +474,7 @@ def _compile_keys(path: list[str], original: Any) -> Compiled:
 
         def two(env: dict[str, Any]) -> Any:
             node = env.get(first, _MISSING) if type(env) is dict else _MISSING
-            if type(node) is dict:
+            if type(node) is dict or type(node) is FrozenDict:
                 value = node.get(second, _MISSING)
                 if value is not _MISSING:
                     return value
