@@ -78,8 +78,9 @@ def _num(value: Any) -> float:
 
 
 def evaluate(expr: Expr, env: dict[str, Any]) -> Any:
-    """The value of ``expr``; raises :class:`Unresolved` when it does not apply."""
-    op, arg = next(iter(expr.items()))
+    """The value of ``expr``; raises :class:`Unresolved` when it does not apply, and
+    ``ValueError`` for what is no expression (not exactly one form, an unknown form)."""
+    ((op, arg),) = expr.items()  # one form: an unpacking, as cheap as taking the first
     if op == "c":
         return arg
     if op == "p":
