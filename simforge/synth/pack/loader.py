@@ -24,7 +24,7 @@ from typing_extensions import TypedDict
 from simforge.synth.entities.catalog import parents_from_rows
 from simforge.synth.learn.json_schemas import FORMAT_PATTERNS, close_objects
 from simforge.synth.learn.text_state import Model
-from simforge.synth.pack.files import TOOLS, read_json, read_manifest
+from simforge.synth.pack.files import TOOLS, read_json, read_manifest, read_tools
 from simforge.synth.runtime.compiled import compile_handler
 from simforge.synth.runtime.interpreter import Runtime, run
 from simforge.synth.runtime.replay_table import ReplayTable
@@ -171,7 +171,7 @@ def load_synth_pack(folder: Path | str, *, compiled: bool = True) -> Pack:
             loaded["parents"] = True
 
     tools = []
-    for entry in read_json(folder / TOOLS):
+    for entry in read_tools(folder / TOOLS):
         raw = copy.deepcopy(entry["spec"])
         # a pack written before arguments were closed: served as validated, closed
         close_objects(raw.get("input_schema"))
