@@ -23,7 +23,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from simforge.synth.build import synthesize
+from simforge.synth.pipeline import synthesize
 from simforge.trace.episode import Episode, Message, Outcome, Source, ToolCall
 
 ENTITIES = ["customer", "order", "ticket", "invoice", "device"]

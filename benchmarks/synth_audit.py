@@ -91,7 +91,7 @@ def audit_pack(scenario: Path, seeds: int, fault_seeds: int) -> dict[str, Any]:
 
 
 def main() -> None:
-    from simforge.synth.build import synthesize
+    from simforge.synth.pipeline import synthesize
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=Path("/tmp/synth-audit"))

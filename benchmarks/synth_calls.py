@@ -167,7 +167,7 @@ def airline_pack(given: Path | None, data: Path, tmp: str) -> Path:
     """``given``, or the pack synthesized from the traces and the snapshot into ``tmp``."""
     if given is not None:
         return given
-    from simforge.synth.build import synthesize
+    from simforge.synth.pipeline import synthesize
 
     pack = Path(tmp) / "airline"
     synthesize([data / TRACES], pack, data=[data / SNAPSHOT], seed=0)

@@ -41,7 +41,7 @@ _LAZY = {
     "RunStore": "simforge.runs.store",
     "StoreError": "simforge.runs.store",
     "create_app": "simforge.serve.app",
-    "synthesize": "simforge.synth.build",
+    "synthesize": "simforge.synth.pipeline",
 }
 """Public names whose modules are heavy (the serving stack, SQLAlchemy, the learners), imported
 on first use so that ``import simforge`` stays what an environment needs."""

@@ -112,7 +112,7 @@ def run_demo(
     from simforge.runs.matrix import RunConfig
     from simforge.runs.runner import execute, prepare
     from simforge.runs.store import RunStore
-    from simforge.synth.build import synthesize
+    from simforge.synth.pipeline import synthesize
     from simforge.trace import ingest
 
     tick = advance or (lambda stage, done, total: None)

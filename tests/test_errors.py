@@ -15,7 +15,7 @@ from simforge.errors import InfrastructureError, PluginError, SimforgeError, Use
 INTERNAL = {
     "simforge.trace.reader._NotOne": "control flow inside the reader, never escapes it",
     "simforge.trace.reader._TooDeep": "control flow inside the reader, never escapes it",
-    "simforge.synth.expr.Unresolved": "a learner's 'no value here', caught by the learner",
+    "simforge.synth.expr.language.Unresolved": "a learner's 'no value here', caught by the learner",
     "simforge.serve.jsonrpc.RpcError": "becomes a JSON-RPC error answer, never leaves the server",
     "simforge.serve.problems.Problem": "becomes an HTTP problem answer, never leaves the server",
     "simforge.serve.tool_plane.SimulatedReset": "a simulated connection reset: the fault itself",
@@ -58,7 +58,7 @@ def test_every_exception_simforge_defines_is_in_the_tree():
     ("simforge.jsonio.DepthError", UserError, ValueError),
     ("simforge.sim.session.SessionClosed", UserError, RuntimeError),
     ("simforge.tools.errors.ToolDefinitionError", PluginError, TypeError),
-    ("simforge.synth.snapshot.SnapshotError", UserError, ValueError),
+    ("simforge.synth.read.snapshot.SnapshotError", UserError, ValueError),
     ("simforge.runs.store.StoreError", InfrastructureError, Exception),
     ("simforge.policies.base.PolicyUnavailable", InfrastructureError, RuntimeError),
     ("simforge.chat.ChatError", InfrastructureError, RuntimeError),

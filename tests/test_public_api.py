@@ -47,7 +47,7 @@ def test_an_unknown_name_is_an_attribute_error():
 def test_lazy_names_stay_lazy():
     """``import simforge`` alone must not import the serving stack or the learners."""
     code = ("import sys, simforge; "
-            "print(sorted(m for m in ('simforge.serve.app', 'simforge.synth.build', "
+            "print(sorted(m for m in ('simforge.serve.app', 'simforge.synth.pipeline', "
             "'simforge.runs.store', 'fastapi') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.strip()

@@ -21,7 +21,7 @@ def _scenario_ids() -> list[str]:
     validating every scenario costs most of a second; this costs milliseconds). A file whose
     id is not among its first 64 KiB is parsed; a broken one is left to ``gymnasium.make``."""
     from simforge.paths import resource_dirs
-    from simforge.synth.pack_files import MANIFEST
+    from simforge.synth.pack.files import MANIFEST
 
     ids: list[str] = []
     for root in resource_dirs("scenarios"):

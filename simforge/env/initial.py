@@ -13,6 +13,7 @@ from simforge.config import at_line
 from simforge.scenario.loader import ScenarioError
 from simforge.scenario.model import Task
 from simforge.scenario.registry import LoadedScenario
+from simforge.world.frozen import freeze
 from simforge.world.schema import SeedDataError
 from simforge.world.store import Row
 
@@ -55,7 +56,7 @@ def _build(loaded: LoadedScenario, task: Task) -> dict[str, dict[str, Row]]:
                 loc = ["tasks", index, "initial_state", entity, id, *_first_field(exc)]
                 raise ScenarioError(where, [at_line(loaded.path, loc, problem)]) from None
         out[entity] = table
-    return out
+    return freeze(out)  # the base rows are frozen already: only the task's are walked
 
 
 def _first_field(exc: Exception) -> list[Any]:

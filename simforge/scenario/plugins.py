@@ -24,7 +24,7 @@ from typing import Any
 
 from simforge.errors import PluginError
 from simforge.paths import resource_dirs
-from simforge.synth.pack_files import MANIFEST
+from simforge.synth.pack.files import MANIFEST
 from simforge.tools.pack import Pack
 
 _lock = threading.RLock()
@@ -165,7 +165,7 @@ def read_policy(folder: Path) -> dict[str, str]:
 def _load_synth(folder: Path) -> Pack:
     """A pack synthesized from traces (``pack.yaml``, plain files); imported lazily because
     simforge.synth itself builds on the scenario layer."""
-    from simforge.synth.loader import load_synth_pack
+    from simforge.synth.pack.loader import load_synth_pack
 
     try:
         pack = load_synth_pack(folder)

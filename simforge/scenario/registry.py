@@ -23,7 +23,7 @@ from simforge.scenario.loader import ScenarioError, load_scenario
 from simforge.scenario.model import PolicyFile, Scenario
 from simforge.scenario.offer import OfferError, offered_tools, policy_text
 from simforge.scenario.plugins import PluginError, load_pack
-from simforge.synth.pack_files import MANIFEST
+from simforge.synth.pack.files import MANIFEST
 from simforge.tools.pack import Pack, ToolCatalog
 
 

@@ -65,10 +65,10 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
     ) -> None:
         """Synthesize an environment pack (tools, world, tasks, scenario) from traces."""
-        from simforge.synth.build import SynthWarning, synthesize
-        from simforge.synth.inputs import NothingToLearn
-        from simforge.synth.pack_files import PackFormatError, check_out
-        from simforge.synth.snapshot import SnapshotError
+        from simforge.synth.pack.files import PackFormatError, check_out
+        from simforge.synth.pipeline import SynthWarning, synthesize
+        from simforge.synth.read.snapshot import SnapshotError
+        from simforge.synth.read.traces import NothingToLearn
 
         try:
             check_out(out)  # before the learning, not after it
@@ -180,7 +180,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Replay every recorded call against the pack and count exact answers."""
         from simforge.synth.fidelity import fidelity, holdout_ids
-        from simforge.synth.pack_files import PackFormatError
+        from simforge.synth.pack.files import PackFormatError
 
         try:
             only = holdout_ids(pack) if holdout_only else None

@@ -30,10 +30,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from simforge.synth.drift import Drift, learn_drift
-from simforge.synth.expr import same
-from simforge.synth.loader import load_synth_pack
-from simforge.synth.pack_files import SCENARIO
+from simforge.synth.expr.language import same
+from simforge.synth.learn.schema_drift import Drift, learn_drift
+from simforge.synth.pack.files import SCENARIO
+from simforge.synth.pack.loader import load_synth_pack
 from simforge.tools.context import ToolContext
 from simforge.tools.errors import ToolError
 from simforge.tools.pack import Pack
@@ -53,7 +53,7 @@ def _close(bucket: dict[str, Any]) -> None:
 def _tasks(folder: Path) -> dict[str, Any]:
     """Every task by its episode id: the scenario's, and the failed episodes' kept apart."""
     from simforge.scenario.loader import load_scenario
-    from simforge.synth.pack_files import NONGOLD
+    from simforge.synth.pack.files import NONGOLD
 
     out: dict[str, Any] = {}
     for name in (NONGOLD, SCENARIO):
@@ -151,12 +151,12 @@ def fidelity(
 def _declared_start(folder: Path, pack: Pack) -> Any:
     """For an episode the pack has no task of (another agent's, another file's): where it
     starts is the seed with the setup its trace declares, as for a held-out task."""
-    from simforge.synth.entities import parents_from_rows
-    from simforge.synth.handlers import Runtime
-    from simforge.synth.pack_files import STATE, TOOLS, read_json, read_manifest
-    from simforge.synth.replay import ReplayTable
-    from simforge.synth.setup import initial_state
-    from simforge.synth.textstate import STATE_ENTITY, STATE_ID, Model, setup_ops
+    from simforge.synth.entities.catalog import parents_from_rows
+    from simforge.synth.learn.declared_setup import initial_state
+    from simforge.synth.learn.text_state import STATE_ENTITY, STATE_ID, Model, setup_ops
+    from simforge.synth.pack.files import STATE, TOOLS, read_json, read_manifest
+    from simforge.synth.runtime.interpreter import Runtime
+    from simforge.synth.runtime.replay_table import ReplayTable
 
     manifest = read_manifest(folder)
     entities = manifest.get("entities") or {}
@@ -182,7 +182,7 @@ def _declared_start(folder: Path, pack: Pack) -> Any:
 
 def _drift(folder: Path, episodes: list[Episode]) -> Drift:
     """The shape drift from the pack's generation (its recorded responses) to the traces'."""
-    from simforge.synth.pack_files import read_json, read_manifest
+    from simforge.synth.pack.files import read_json, read_manifest
 
     files = read_manifest(folder)["files"]
     recorded = read_json(folder / files["replay"])
@@ -195,7 +195,7 @@ def _drift(folder: Path, episodes: list[Episode]) -> Drift:
         for call in episode.tool_calls:
             if call.error is None and call.result is not None:
                 theirs.setdefault(call.tool, []).append(call.result)
-    from simforge.synth.pack_files import TOOLS
+    from simforge.synth.pack.files import TOOLS
 
     entities = {
         entry["spec"]["name"]: entry["handler"].get("entity")
@@ -206,7 +206,7 @@ def _drift(folder: Path, episodes: list[Episode]) -> Drift:
 
 
 def holdout_ids(folder: Path | str) -> set[str]:
-    from simforge.synth.pack_files import read_manifest
+    from simforge.synth.pack.files import read_manifest
 
     return set(read_manifest(Path(folder)).get("split", {}).get("holdout") or [])
 
@@ -263,7 +263,7 @@ def reward_agreement(
     validators that failed."""
     from simforge.env.core import SimforgeEnv
     from simforge.scenario.registry import ScenarioRegistry
-    from simforge.synth.tasks import is_gold
+    from simforge.synth.tasks.episode_tasks import is_gold
 
     path = Path(folder) / SCENARIO
     confusion = dict.fromkeys(CONFUSION, 0)
@@ -339,7 +339,7 @@ def _replay_episode(env: Any, task_id: str, episode: Episode) -> Any:
     """The episode's calls, one step each in recorded order (production ran a message's
     parallel calls one after another, and a write's result is what the next call saw), then
     its last answer, in the task."""
-    from simforge.synth.timing import is_infrastructure
+    from simforge.synth.learn.timing import is_infrastructure
 
     env.reset(seed=0, options={"task": task_id})
     answers = [m.content for m in episode.messages if m.role == "assistant" and m.content]
@@ -368,7 +368,7 @@ def sweep(
     "errors", "reward", "seconds"}]``. The spread across seeds is what one split hides."""
     import time
 
-    from simforge.synth.build import synthesize
+    from simforge.synth.pipeline import synthesize
 
     traces, data = [Path(p) for p in traces], [Path(p) for p in data]
     episodes = list(iter_episodes(traces))

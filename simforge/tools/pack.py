@@ -15,6 +15,7 @@ from sqlmodel import SQLModel
 
 from simforge.tools.errors import ToolDefinitionError
 from simforge.tools.tool import Tool
+from simforge.world.frozen import freeze
 from simforge.world.schema import EntitySchema, validate_tables
 from simforge.world.store import Row, World
 
@@ -98,12 +99,14 @@ class Pack:
         return self._catalog
 
     def base(self, seed: int = 0, size: str | int = "small") -> dict[str, dict[str, Row]]:
-        """The validated seed tables for ``(seed, size)``, built once and cached."""
+        """The validated seed tables for ``(seed, size)``, built once, read-only and cached."""
         scale = SIZES[size] if isinstance(size, str) else int(size)
         key = (seed, scale)
         with self._lock:
             if key not in self._bases:
-                self._bases[key] = self._cached_base(seed, scale)
+                # Frozen once here, so an in-place edit of a shared row raises instead of
+                # leaking into every later session (simforge.world.frozen).
+                self._bases[key] = freeze(self._cached_base(seed, scale))
                 # The base lives as long as the process and is never mutated: move it out of
                 # the collector's generations, or every collection re-scans all seeded rows
                 # (measured: about 20% of a simulated call with 10,000 rows).

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create
 from simforge.tools.context import ToolContext
 from simforge.tools.errors import ToolArgumentError, ToolDefinitionError
 from simforge.tools.spec import Constant, ErrorModel, ToolSpec
+from simforge.world.frozen import FrozenDict, FrozenList
 
 Handler = Callable[[ToolContext, BaseModel], Any]
 
@@ -68,7 +69,7 @@ def to_jsonable(value: Any) -> Any:
     kind = type(value)
     if kind in _SCALARS:
         return value
-    if kind is dict:
+    if kind is dict or kind is FrozenDict:
         # a C-level copy, then only the nested values replaced by their copies (in place: the
         # key order stays the row's)
         out = value.copy()
@@ -76,7 +77,7 @@ def to_jsonable(value: Any) -> Any:
             if type(v) not in _SCALARS:
                 out[k] = to_jsonable(v)
         return out
-    if kind is list or kind is tuple:
+    if kind is list or kind is tuple or kind is FrozenList:
         return [v if type(v) in _SCALARS else to_jsonable(v) for v in value]
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json")

@@ -172,7 +172,7 @@ def test_exported_ids_are_unique_per_episode(mini, harsh_profile, sqlite_url, tm
 def test_replaying_the_source_traces_against_their_synthesized_pack(shared_data, tmp_path):
     """The audit's case: every episode of the tau2 airline file replays in the pack made from
     it (none invalid for want of a source episode)."""
-    from simforge.synth.build import synthesize
+    from simforge.synth.pipeline import synthesize
 
     traces = shared_data / "tau2-bench/results/gpt-4.1_airline_default_gpt-4.1_1trials.json"
     # all 20, the failed ones too, less the gold ones with nothing that proves the work

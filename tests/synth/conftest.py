@@ -145,7 +145,7 @@ def snapshot_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def shop_pack(tmp_path: Path, snapshot_dir: Path) -> Path:
-    from simforge.synth.build import synthesize
+    from simforge.synth.pipeline import synthesize
 
     out = tmp_path / "pack"
     synthesize([], out, data=[snapshot_dir], episodes=shop_episodes())

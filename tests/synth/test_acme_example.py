@@ -10,7 +10,7 @@ from pathlib import Path
 from simforge.env.core import SimforgeEnv
 from simforge.policies.scripted import NOOP_ANSWER, oracle_actions
 from simforge.scenario.registry import ScenarioRegistry
-from simforge.synth.build import synthesize
+from simforge.synth.pipeline import synthesize
 
 TRACES = Path(__file__).resolve().parents[2] / "examples" / "traces" / "acme-otlp.json"
 

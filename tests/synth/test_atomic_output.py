@@ -12,7 +12,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from simforge.cli import app
-from simforge.synth.pack_files import MANIFEST, SCENARIO
+from simforge.synth.pack.files import MANIFEST, SCENARIO
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -20,8 +20,8 @@ KILL_AT_SCENARIO = """
 import os, signal, sys
 sys.path.insert(0, {tests!r})
 import yaml
-from simforge.synth import pack_files
-from simforge.synth.build import synthesize
+from simforge.synth.pack import files as pack_files
+from simforge.synth.pipeline import synthesize
 from conftest import shop_episodes
 
 dump = yaml.dump
@@ -66,7 +66,7 @@ def test_a_folder_that_is_not_a_pack_is_refused_and_left_alone(tmp_path, snapsho
 
 
 def test_a_pack_is_replaced_whole(shop_pack, snapshot_dir):
-    from simforge.synth.build import synthesize
+    from simforge.synth.pipeline import synthesize
 
     from .conftest import shop_episodes
 

@@ -11,9 +11,9 @@ import pytest
 from typer.testing import CliRunner
 
 from simforge.cli import app
-from simforge.synth.build import SynthWarning, synthesize
-from simforge.synth.inputs import NothingToLearn
-from simforge.synth.snapshot import load_snapshots
+from simforge.synth.pipeline import SynthWarning, synthesize
+from simforge.synth.read.snapshot import load_snapshots
+from simforge.synth.read.traces import NothingToLearn
 
 from .conftest import ORDERS, shop_episodes
 

@@ -1,6 +1,6 @@
 """Compiled handlers answer exactly as the interpreter does: every call of the real traces, and
 generated tables, overlays, searches, lookups and expressions (the interpreter is the
-reference: ``simforge.synth.handlers.run``)."""
+reference: ``simforge.synth.runtime.interpreter.run``)."""
 
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from simforge.synth import handlers as interp
-from simforge.synth.build import synthesize
-from simforge.synth.compiled import compile_handler, index_of
-from simforge.synth.expr import Unresolved, compile_expr, evaluate
-from simforge.synth.loader import entity_models, load_synth_pack
+from simforge.synth.expr.language import Unresolved, compile_expr, evaluate
+from simforge.synth.pack.loader import entity_models, load_synth_pack
+from simforge.synth.pipeline import synthesize
+from simforge.synth.runtime import interpreter as interp
+from simforge.synth.runtime.compiled import compile_handler, index_of
 from simforge.tools.context import ToolContext
 from simforge.tools.errors import ToolError
 from simforge.world import EntitySchema, World

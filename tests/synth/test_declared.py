@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from simforge.synth.build import synthesize
+from simforge.synth.pipeline import synthesize
 from simforge.trace import iter_episodes
 
 from ..conftest import REPO_ROOT, shared_data_dir
@@ -107,7 +107,7 @@ def test_a_declared_tool_never_called_is_in_the_catalog_with_its_own_words(tmp_p
     obs, _ = env.reset(seed=0)
     offered = {t["function"]["name"] for t in obs["tools"]}
     assert "get_employee" in offered
-    from simforge.synth.loader import load_synth_pack
+    from simforge.synth.pack.loader import load_synth_pack
 
     assert "think" in load_synth_pack(tmp_path / "pack").catalog
 

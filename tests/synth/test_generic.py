@@ -12,13 +12,13 @@ from typing import Any
 import orjson
 import yaml
 
-from simforge.synth.build import synthesize
-from simforge.synth.entities import EntityCatalog
-from simforge.synth.facts import required_outputs
+from simforge.synth.entities.bare_ids import discover, prefix_of, singular_noun
+from simforge.synth.entities.catalog import EntityCatalog
 from simforge.synth.fidelity import replay_gold
-from simforge.synth.kinds import discover, prefix_of, singular_noun
-from simforge.synth.pack_files import read_json
-from simforge.synth.timing import error_model
+from simforge.synth.learn.timing import error_model
+from simforge.synth.pack.files import read_json
+from simforge.synth.pipeline import synthesize
+from simforge.synth.tasks.answer_facts import required_outputs
 from simforge.trace import iter_episodes
 from simforge.trace.episode import Episode, Message
 

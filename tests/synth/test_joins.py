@@ -9,13 +9,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from simforge.synth.build import synthesize
-from simforge.synth.effects import apply_effects, learn_effects, learn_value
-from simforge.synth.errors import ErrorObservation, holds, learn_errors, render
-from simforge.synth.expr import evaluate
+from simforge.synth.expr.joins import JoinIndex
+from simforge.synth.expr.language import evaluate
 from simforge.synth.fidelity import fidelity
-from simforge.synth.joins import JoinIndex
-from simforge.synth.pack_files import TOOLS, read_json
+from simforge.synth.learn.error_conditions import ErrorObservation, holds, learn_errors, render
+from simforge.synth.learn.write_effects import apply_effects, learn_effects, learn_value
+from simforge.synth.pack.files import TOOLS, read_json
+from simforge.synth.pipeline import synthesize
 
 from .conftest import episode
 

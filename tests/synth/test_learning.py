@@ -3,8 +3,7 @@ edits, arithmetic), error conditions and the replay table's nearest match."""
 
 from __future__ import annotations
 
-from simforge.synth.effects import learn_effects, learn_value
-from simforge.synth.entities import (
+from simforge.synth.entities.catalog import (
     Entity,
     EntityCatalog,
     Ref,
@@ -12,9 +11,10 @@ from simforge.synth.entities import (
     from_snapshot,
     resolve,
 )
-from simforge.synth.errors import ErrorObservation, holds, learn_errors
-from simforge.synth.expr import evaluate
-from simforge.synth.replay import ReplayTable
+from simforge.synth.expr.language import evaluate
+from simforge.synth.learn.error_conditions import ErrorObservation, holds, learn_errors
+from simforge.synth.learn.write_effects import learn_effects, learn_value
+from simforge.synth.runtime.replay_table import ReplayTable
 
 
 def _env(args, old, ref=None):
@@ -130,7 +130,7 @@ def test_replay_exact_then_nearest_match_with_score():
 
 
 def test_field_named_like_an_argument_wins_ties_and_is_set_even_when_unchanged():
-    from simforge.synth.learn import _named_args
+    from simforge.synth.learn.handler_choice import _named_args
 
     observations = []
     for n in range(2):
@@ -163,7 +163,7 @@ def test_a_field_explained_on_most_calls_is_visible_to_later_fields():
     field computed from it (the charge): the charge is learned as new fares less old fares,
     not as the constant of one call (airline ``update_reservation_flights`` with all episodes
     learned the payment as -2580)."""
-    from simforge.synth.effects import learn_fields
+    from simforge.synth.learn.write_effects import learn_fields
 
     observations = []
     for n in range(6):
@@ -180,7 +180,7 @@ def test_a_field_explained_on_most_calls_is_visible_to_later_fields():
     assert list(changes) == ["fares", "paid"]
     assert "c" not in changes["paid"], changes["paid"]
     assert "new" in repr(changes["paid"])
-    from simforge.synth.effects import apply_effects
+    from simforge.synth.learn.write_effects import apply_effects
 
     for new, env in observations:
         if new["fares"] == apply_effects(changes, env)["fares"]:
@@ -194,8 +194,8 @@ def test_a_precondition_every_success_shares_refuses_with_a_sibling_tools_words(
     one's, spelled as the traces spell it), and both condition and text are in tools.json."""
     import json
 
-    from simforge.synth.build import synthesize
-    from simforge.synth.loader import load_synth_pack
+    from simforge.synth.pack.loader import load_synth_pack
+    from simforge.synth.pipeline import synthesize
 
     from .conftest import ORDERS, _cancelled, _order, episode
 
@@ -261,8 +261,8 @@ def test_a_precondition_every_success_shares_refuses_with_a_sibling_tools_words(
 def test_a_balance_at_least_the_amount_charged_is_a_precondition():
     """Every successful charge to a card with a balance was at most its balance: a charge
     above it is refused; a card without a balance, and a refund, are not held to it."""
-    from simforge.synth.errors import ErrorObservation, holds
-    from simforge.synth.preconditions import Distributions, learn_preconditions
+    from simforge.synth.learn.error_conditions import ErrorObservation, holds
+    from simforge.synth.learn.preconditions import Distributions, learn_preconditions
 
     desc = {
         "kind": "update",
@@ -299,7 +299,7 @@ def test_a_balance_at_least_the_amount_charged_is_a_precondition():
 def test_the_payment_method_on_record_is_a_precondition():
     """Every success paid with a method the order's own user holds: a method of nobody, or of
     someone else, is refused."""
-    from simforge.synth.preconditions import Distributions, learn_preconditions
+    from simforge.synth.learn.preconditions import Distributions, learn_preconditions
 
     desc = {
         "kind": "update",

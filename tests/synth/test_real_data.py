@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from simforge.synth.build import synthesize
 from simforge.synth.fidelity import fidelity, holdout_ids, replay_gold
+from simforge.synth.pipeline import synthesize
 
 from ..conftest import shared_data_dir
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from simforge.synth.build import synthesize
 from simforge.synth.fidelity import fidelity, reward_agreement
+from simforge.synth.pipeline import synthesize
 from simforge.trace.episode import Episode
 
 from .conftest import _cancelled, _order, episode

@@ -8,9 +8,9 @@ import warnings
 
 import simforge
 from simforge.scenario.plugins import load_pack
-from simforge.synth.build import SynthWarning, synthesize
 from simforge.synth.fidelity import fidelity, replay_gold
-from simforge.synth.loader import load_synth_pack
+from simforge.synth.pack.loader import load_synth_pack
+from simforge.synth.pipeline import SynthWarning, synthesize
 
 from .conftest import episode, shop_episodes
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simforge.synth.schemas import infer_schema, is_id_like, string_facets
+from simforge.synth.learn.json_schemas import infer_schema, is_id_like, string_facets
 from simforge.tools import ToolArgumentError
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "traces"
@@ -159,7 +159,7 @@ def test_inferred_schema_validates_every_observed_argument_object(samples):
 
 
 def _synth_tool(samples):
-    from simforge.synth.loader import input_model
+    from simforge.synth.pack.loader import input_model
     from simforge.tools import Tool, ToolSpec
 
     schema = infer_schema(samples, object_root=True)
@@ -243,7 +243,7 @@ def test_an_id_pattern_is_served_but_a_malformed_id_reaches_the_handler():
 def test_a_field_the_snapshot_shows_open_is_never_an_enum():
     """Two cities each seen twice look like a closed set; the snapshot's hundreds of cities
     say otherwise, and a held-out call to a third city must not be a 422."""
-    from simforge.synth.schemas import open_field_names
+    from simforge.synth.learn.json_schemas import open_field_names
 
     calls = [{"order_id": f"#W{n}", "address": {"city": c, "state": s}}
              for n, (c, s) in enumerate([("Fort Worth", "TX"), ("New York", "NY")] * 2)]
@@ -264,8 +264,8 @@ def test_a_pack_synthesized_before_arguments_were_closed_is_served_closed(tmp_pa
     closes them, so the schema served is the one the arguments are checked against."""
     import json
 
-    from simforge.synth.build import synthesize
-    from simforge.synth.loader import load_synth_pack
+    from simforge.synth.pack.loader import load_synth_pack
+    from simforge.synth.pipeline import synthesize
 
     out = tmp_path / "pack"
     synthesize([EXAMPLES / "acme-otlp.json"], out)
@@ -305,7 +305,7 @@ def test_schemathesis_over_a_synthesized_pack_finds_no_server_error(tmp_path):
 
     schemathesis = pytest.importorskip("schemathesis")
     from simforge.serve.app import create_app
-    from simforge.synth.build import synthesize
+    from simforge.synth.pipeline import synthesize
 
     pack = tmp_path / "pack"
     synthesize([EXAMPLES / "acme-otlp.json"], pack)

@@ -7,8 +7,8 @@ import sqlite3
 
 import pytest
 
-from simforge.synth.entities import EntityCatalog, from_snapshot
-from simforge.synth.snapshot import KEY, SnapshotError, load_snapshot, load_snapshots
+from simforge.synth.entities.catalog import EntityCatalog, from_snapshot
+from simforge.synth.read.snapshot import KEY, SnapshotError, load_snapshot, load_snapshots
 
 
 def test_json_dict_keyed_by_id_keeps_the_key(tmp_path):

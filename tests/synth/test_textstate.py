@@ -8,9 +8,9 @@ import random
 from pathlib import Path
 from typing import Any
 
-from simforge.synth.build import synthesize
-from simforge.synth.loader import load_synth_pack
-from simforge.synth.textstate import split
+from simforge.synth.learn.text_state import split
+from simforge.synth.pack.loader import load_synth_pack
+from simforge.synth.pipeline import synthesize
 from simforge.tools.context import ToolContext
 from simforge.trace.episode import Episode
 from simforge.world.store import World

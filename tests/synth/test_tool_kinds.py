@@ -10,8 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from simforge.synth.build import synthesize
-from simforge.synth.pack_files import read_json
+from simforge.synth.pack.files import read_json
+from simforge.synth.pipeline import synthesize
 from simforge.trace.episode import Episode
 
 from .conftest import episode

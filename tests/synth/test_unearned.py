@@ -16,7 +16,7 @@ from simforge.policies.adversaries import ADVERSARIES
 from simforge.policies.scripted import oracle_actions
 from simforge.runs.episode import run_episode
 from simforge.scenario.registry import ScenarioRegistry
-from simforge.synth.build import synthesize
+from simforge.synth.pipeline import synthesize
 from simforge.trace.episode import Episode, Message
 
 from .conftest import episode

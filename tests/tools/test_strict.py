@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from simforge.cli import app
 from simforge.scenario.plugins import load_pack
-from simforge.synth.build import synthesize
+from simforge.synth.pipeline import synthesize
 from simforge.tools import Tool, ToolArgumentError, ToolSpec
 from simforge.tools.spec import (
     STRICT_KEYWORDS,

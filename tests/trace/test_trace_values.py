@@ -86,7 +86,7 @@ def test_integers_beyond_64_bits_never_break_ingestion_or_export(tmp_path: Path)
 
 
 def test_integers_beyond_64_bits_reach_quarantine_and_packs_as_json(tmp_path: Path) -> None:
-    from simforge.synth.build import synthesize
+    from simforge.synth.pipeline import synthesize
     from simforge.trace.episode import Episode, Message, Source, ToolCall
 
     big = 2**70 + 3

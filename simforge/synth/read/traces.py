@@ -8,7 +8,7 @@ was recognised as a trace format) but loads as a data snapshot is taken as data,
 been given with ``--data``: ``--data A B C`` leaves ``B`` and ``C`` among the positional trace
 paths (an option takes one value), and this is how they reach the snapshot anyway.
 
-:class:`NothingToLearn` is raised by :func:`simforge.synth.build.synthesize` when no episode with
+:class:`NothingToLearn` is raised by :func:`simforge.synth.pipeline.synthesize` when no episode with
 tool calls is left to learn from; it says why in one line.
 """
 
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from simforge.errors import UserError
-from simforge.synth.snapshot import SnapshotError, load_snapshots
+from simforge.synth.read.snapshot import SnapshotError, load_snapshots
 from simforge.trace import IngestResult, Location, Rejection, iter_episodes
 from simforge.trace.episode import Episode
 

@@ -1,4 +1,4 @@
-"""Seed rows and references of ``id`` entities (:mod:`.kinds`), once tools are profiled.
+"""Seed rows and references of ``id`` entities (:mod:`.bare_ids`), once tools are profiled.
 
 Reads are trusted before writes: every record a read returned (nested ones too) is a row, first
 seen first; a record in a write's result is a row only if something mentioned its id before (a
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from simforge.synth.entities import EntityCatalog
-from simforge.synth.kinds import is_new, mentions
-from simforge.synth.observe import ToolProfile, count_refs, records_in
+from simforge.synth.entities.bare_ids import is_new, mentions
+from simforge.synth.entities.catalog import EntityCatalog
+from simforge.synth.learn.observations import ToolProfile, count_refs, records_in
 from simforge.trace.episode import Episode
 
 

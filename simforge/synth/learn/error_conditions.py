@@ -34,8 +34,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from simforge.synth.entities import is_key_name
-from simforge.synth.expr import Explainer, Unresolved, evaluate, get_path, same
+from simforge.synth.entities.catalog import is_key_name
+from simforge.synth.expr.language import Explainer, Unresolved, evaluate, get_path, same
 
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?!\w)")
 """A number standing alone in a message (not a digit of an id such as ``gift_card_7``)."""

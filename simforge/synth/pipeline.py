@@ -1,12 +1,12 @@
 """``synthesize``: traces (and a data snapshot) in, a pack directory out.
 
-The steps, each in its own module: read episodes (:mod:`.inputs`: rejected records counted,
+The steps, each in its own module: read episodes (:mod:`.traces`: rejected records counted,
 snapshots among the trace paths read as data; episodes without tool calls counted and
 skipped), split train/holdout by a seeded hash of the episode id, load the snapshot
-(:mod:`.snapshot`), recognise entities (:mod:`.entities`), profile tools and walk every training
-episode over the seed (:mod:`.observe`), learn a handler and error conditions per tool
-(:mod:`.learn`), schemas (:mod:`.schemas`), timing (:mod:`.timing`), tasks (:mod:`.tasks`), and
-write the files (:mod:`.pack_files`).
+(:mod:`.snapshot`), recognise entities (:mod:`.catalog`), profile tools and walk every training
+episode over the seed (:mod:`.observations`), learn a handler and error conditions per tool
+(:mod:`.handler_choice`), schemas (:mod:`.json_schemas`), timing (:mod:`.timing`), tasks
+(:mod:`.episode_tasks`), and write the files (:mod:`.files`).
 """
 
 from __future__ import annotations
@@ -20,12 +20,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simforge.synth import kinds, pack_files, textstate, timing
-from simforge.synth.entities import EntityCatalog, fake_row, from_snapshot, is_key_name, parents
-from simforge.synth.expr import same
-from simforge.synth.inputs import Inputs, NothingToLearn, read_traces, why_nothing
-from simforge.synth.learn import Learner, share_not_found
-from simforge.synth.observe import (
+from simforge.synth.entities import bare_ids as kinds
+from simforge.synth.entities.catalog import (
+    EntityCatalog,
+    fake_row,
+    from_snapshot,
+    is_key_name,
+    parents,
+)
+from simforge.synth.entities.seed_rows import seed_kinds, vote_refs
+from simforge.synth.expr.language import same
+from simforge.synth.learn import text_state as textstate
+from simforge.synth.learn import timing
+from simforge.synth.learn.declared_setup import initial_state as setup_initial
+from simforge.synth.learn.declared_setup import learn_setup
+from simforge.synth.learn.handler_choice import Learner, share_not_found
+from simforge.synth.learn.json_schemas import infer_schema, json_type, open_field_names
+from simforge.synth.learn.observations import (
     CallObservation,
     EpisodeState,
     learn_seed_rows,
@@ -33,15 +44,19 @@ from simforge.synth.observe import (
     profile,
     walk,
 )
-from simforge.synth.preconditions import share_not_found_texts, share_texts
-from simforge.synth.replay import ReplayTable
-from simforge.synth.schemas import infer_schema, json_type, open_field_names
-from simforge.synth.seed import seed_kinds, vote_refs
-from simforge.synth.setup import initial_state as setup_initial
-from simforge.synth.setup import learn_setup
-from simforge.synth.snapshot import load_snapshots
-from simforge.synth.tasks import build_task, handed_over, required_writes, stuffing_bounds, unproven
-from simforge.synth.textstate import STATE_ENTITY, STATE_ID, STATE_KEY
+from simforge.synth.learn.preconditions import share_not_found_texts, share_texts
+from simforge.synth.learn.text_state import STATE_ENTITY, STATE_ID, STATE_KEY
+from simforge.synth.pack import files as pack_files
+from simforge.synth.read.snapshot import load_snapshots
+from simforge.synth.read.traces import Inputs, NothingToLearn, read_traces, why_nothing
+from simforge.synth.runtime.replay_table import ReplayTable
+from simforge.synth.tasks.episode_tasks import (
+    build_task,
+    handed_over,
+    required_writes,
+    stuffing_bounds,
+    unproven,
+)
 from simforge.trace.episode import Episode
 
 Row = dict[str, Any]
@@ -186,9 +201,9 @@ def synthesize(
     Training episodes labelled failed become tasks with nothing to expect; they are written to
     ``scenario-nongold.yaml``, out of the training split, unless ``keep_nongold``.
 
-    Raises :class:`~simforge.synth.inputs.NothingToLearn` (before writing anything) when no
+    Raises :class:`~simforge.synth.read.traces.NothingToLearn` (before writing anything) when no
     episode with tool calls is left to learn from, and
-    :class:`~simforge.synth.snapshot.SnapshotError` for a snapshot file that does not parse.
+    :class:`~simforge.synth.read.snapshot.SnapshotError` for a snapshot file that does not parse.
     """
     out = Path(out)
     tick = progress or (lambda stage, done, total: None)
@@ -272,7 +287,7 @@ def synthesize(
         table = replays[tool] = ReplayTable()
         for c in calls:
             table.add(c.args, {"error": c.error} if c.error is not None else {"result": c.result})
-    from simforge.synth.handlers import Runtime
+    from simforge.synth.runtime.interpreter import Runtime
 
     learner = Learner(catalog, base, pks, Runtime(parent_of, replays))
     descs = []
@@ -459,7 +474,7 @@ def synthesize(
 def _learn_text_state(
     train: list[Episode], profiles: dict[str, Any], descs: list[dict[str, Any]]
 ) -> textstate.TextState | None:
-    """State shown only in text (:mod:`.textstate`): tools whose text answers replay could only
+    """State shown only in text (:mod:`.text_state`): tools whose text answers replay could only
     keep one of per argument tuple get a ``state`` handler when it reproduces at least as many
     training calls, and every state-changing tool records its calls in the history."""
     by_tool = {desc["tool"]: desc for desc in descs}

@@ -15,7 +15,7 @@ simulated user speaks from, or what the agent reads before doing anything (the t
 descriptions and schemas, the policy) already state is paid to an agent that says the
 instruction back (the audit's ``parrot``) or recites the text it was shown (``surface-probe``).
 Such facts are never required, even when nothing else is left: a task with nothing else to prove
-its work is left out by synthesis (:func:`simforge.synth.tasks.unproven`), not shipped gameable.
+its work is left out by synthesis (:func:`.episode_tasks.unproven`), not shipped gameable.
 """
 
 from __future__ import annotations

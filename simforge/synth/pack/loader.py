@@ -3,8 +3,8 @@
 Entities become SQLModel tables created at load time on a fresh :func:`entity_base`, one JSON
 column per field (learned rows are nested JSON; typed columns would coerce ``92`` to ``92.0`` and
 break exact replay). Tools become :class:`~simforge.tools.Tool` objects whose handler runs the
-learned description, compiled once (:mod:`simforge.synth.compiled`, answering exactly as the
-interpreter :func:`simforge.synth.handlers.run` does), on the call's
+learned description, compiled once (:mod:`simforge.synth.runtime.compiled`, answering exactly as the
+interpreter :func:`simforge.synth.runtime.interpreter.run` does), on the call's
 :class:`~simforge.tools.ToolContext`, so reads honour stale-read faults and writes are versioned.
 """
 
@@ -21,13 +21,13 @@ from sqlalchemy import JSON, Column
 from sqlmodel import Field, SQLModel
 from typing_extensions import TypedDict
 
-from simforge.synth.compiled import compile_handler
-from simforge.synth.entities import parents_from_rows
-from simforge.synth.handlers import Runtime, run
-from simforge.synth.pack_files import TOOLS, read_json, read_manifest
-from simforge.synth.replay import ReplayTable
-from simforge.synth.schemas import FORMAT_PATTERNS, close_objects
-from simforge.synth.textstate import Model
+from simforge.synth.entities.catalog import parents_from_rows
+from simforge.synth.learn.json_schemas import FORMAT_PATTERNS, close_objects
+from simforge.synth.learn.text_state import Model
+from simforge.synth.pack.files import TOOLS, read_json, read_manifest, read_tools
+from simforge.synth.runtime.compiled import compile_handler
+from simforge.synth.runtime.interpreter import Runtime, run
+from simforge.synth.runtime.replay_table import ReplayTable
 from simforge.tools.context import ToolContext
 from simforge.tools.pack import Pack
 from simforge.tools.spec import ToolSpec
@@ -171,7 +171,7 @@ def load_synth_pack(folder: Path | str, *, compiled: bool = True) -> Pack:
             loaded["parents"] = True
 
     tools = []
-    for entry in read_json(folder / TOOLS):
+    for entry in read_tools(folder / TOOLS):
         raw = copy.deepcopy(entry["spec"])
         # a pack written before arguments were closed: served as validated, closed
         close_objects(raw.get("input_schema"))

@@ -3,7 +3,7 @@
 A production snapshot arrives in whatever shape the team could export: a JSON dict keyed by id
 (tau-bench's ``orders.json``), a JSON array, JSON Lines, CSV, an SQLite file, or TOML (tau2's
 telecom ``db.toml``). Each becomes one or more raw tables of plain dict records; recognising
-which table is which entity is :mod:`simforge.synth.entities`' job, not this module's.
+which table is which entity is :mod:`simforge.synth.entities.catalog`' job, not this module's.
 
 A dict keyed by id loses the id when the record itself does not repeat it (airline
 ``users.json``); the key is kept under ``__key__`` so the entity layer can name the field once it

@@ -19,8 +19,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from simforge.synth.effects import apply_effects, learn_fields, reproduces
-from simforge.synth.expr import same
+from simforge.synth.expr.language import same
+from simforge.synth.learn.write_effects import apply_effects, learn_fields, reproduces
 
 Row = dict[str, Any]
 

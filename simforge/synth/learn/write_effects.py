@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from simforge.synth.expr import Explainer, Expr, evaluates_to, get_path, same
+from simforge.synth.expr.language import Explainer, Expr, evaluates_to, get_path, same
 
 Sample = tuple[Any, dict[str, Any]]
 """An observed value and the environment it was produced in."""
@@ -460,7 +460,7 @@ def apply_effects(
 ) -> dict[str, Any]:
     """The new values of the fields an effect changes, in order, each visible to the later ones
     under ``scope`` (fields whose expression does not apply keep their value)."""
-    from simforge.synth.expr import Unresolved, evaluate
+    from simforge.synth.expr.language import Unresolved, evaluate
 
     out: dict[str, Any] = {}
     env = {**env, scope: out} if scope else env

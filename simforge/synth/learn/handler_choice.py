@@ -1,7 +1,7 @@
 """Choosing each tool's handler from its observed calls.
 
 Candidates follow from how the tool's results relate to entities (see
-:mod:`simforge.synth.observe`): a record named by a key argument (``get``, or ``update`` for a
+:mod:`.observations`): a record named by a key argument (``get``, or ``update`` for a
 write), an id or a stored row found by other fields (``find``), a list of records (``search``),
 a value inside a record (``get`` with a path), a new record (``create``); tools without entities
 get ``compute`` (arithmetic), ``constant`` or ``replay``. Each candidate is run, with the
@@ -16,15 +16,20 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from simforge.synth.effects import MAX_SAMPLES, apply_effects, learn_effects, learn_fields
-from simforge.synth.entities import EntityCatalog
-from simforge.synth.errors import ErrorObservation, learn_errors
-from simforge.synth.expr import same
-from simforge.synth.handlers import DictStore, Runtime, arithmetic, run
-from simforge.synth.made import learn_creates, modelled_fields
-from simforge.synth.observe import CallObservation, ToolProfile
-from simforge.synth.preconditions import Distributions, learn_preconditions, merge
-from simforge.synth.side import RESULT, learn_side_effects
+from simforge.synth.entities.catalog import EntityCatalog
+from simforge.synth.expr.language import same
+from simforge.synth.learn.created_records import learn_creates, modelled_fields
+from simforge.synth.learn.error_conditions import ErrorObservation, learn_errors
+from simforge.synth.learn.observations import CallObservation, ToolProfile
+from simforge.synth.learn.preconditions import Distributions, learn_preconditions, merge
+from simforge.synth.learn.side_effects import RESULT, learn_side_effects
+from simforge.synth.learn.write_effects import (
+    MAX_SAMPLES,
+    apply_effects,
+    learn_effects,
+    learn_fields,
+)
+from simforge.synth.runtime.interpreter import DictStore, Runtime, arithmetic, run
 from simforge.tools.errors import ToolError
 
 Row = dict[str, Any]
@@ -432,7 +437,7 @@ def text_template(good: Sequence[CallObservation]) -> str | None:
     number of two digits or more)."""
     if not good or not all(isinstance(c.result, str) for c in good):
         return None
-    from simforge.synth.handlers import fill
+    from simforge.synth.runtime.interpreter import fill
 
     first = good[0]
     text = str(first.result).replace("{", "{{").replace("}", "}}")

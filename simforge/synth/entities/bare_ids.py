@@ -16,7 +16,7 @@ speaks about the thing, weighted by how directly it does:
   that the most common way of referring to the thing wins over its roles.
 
 Every record seen anywhere in a result (top level, nested, inside ``items`` lists) becomes a seed
-row of its entity, keyed by its id (see :mod:`simforge.synth.seed`).
+row of its entity, keyed by its id (see :mod:`simforge.synth.entities.seed_rows`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from simforge.synth.entities import Entity, EntityCatalog, camel, singular
+from simforge.synth.entities.catalog import Entity, EntityCatalog, camel, singular
 from simforge.trace.episode import Episode, ToolCall
 
 KEY = "id"

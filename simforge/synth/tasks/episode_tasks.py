@@ -9,14 +9,14 @@ is never shown to the agent, since it often spells out the expected outcome. The
 is what the episode's own writes produced, as observed in the trace; it is gold only when the
 episode was labelled successful, or when no label exists. A gold task whose episode changed
 nothing observable expects the facts of its final answer that its tool results back instead
-(:mod:`.facts`), so that it is checkable and a no-op scores 0, less the facts the agent is given
-(its instruction, the user's words and brief, the tools and the policy): saying those back is no
-work. Without either, the writes the episode made (:func:`required_writes`) or its hand-over
+(:mod:`.answer_facts`), so that it is checkable and a no-op scores 0, less the facts the agent is
+given (its instruction, the user's words and brief, the tools and the policy): saying those back is
+no work. Without either, the writes the episode made (:func:`required_writes`) or its hand-over
 (:func:`handed_over`) are what it did; a gold task left with nothing that proves the work is
 :func:`unproven` and left out of the pack, counted in the report. It lives in the scenario file,
 which only the scenario loader and the scorer read. The reference actions are the episode's own
-calls (the user's too: a simulated user has no tools), less those that failed with an
-infrastructure error (a timeout, a 5xx: they did nothing, and the agent's retry follows them).
+calls (the user's too: a simulated user has no tools), less those that failed with an infrastructure
+error (a timeout, a 5xx: they did nothing, and the agent's retry follows them).
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from simforge.synth.expr import same
-from simforge.synth.facts import answer_facts, candidates, required_outputs
-from simforge.synth.observe import EpisodeState, named_like_write
-from simforge.synth.timing import is_infrastructure
+from simforge.synth.expr.language import same
+from simforge.synth.learn.observations import EpisodeState, named_like_write
+from simforge.synth.learn.timing import is_infrastructure
+from simforge.synth.tasks.answer_facts import answer_facts, candidates, required_outputs
 from simforge.trace.episode import Episode
 
 Row = dict[str, Any]
@@ -101,7 +101,7 @@ def build_task(
 def given_text(instruction: str, user: dict[str, Any], shown: str) -> str:
     """What a task's agent is given without doing its work: the instruction, what the
     simulated user may say (its brief), and ``shown``. (The user's own messages are added by
-    :func:`~simforge.synth.facts.required_outputs`.)"""
+    :func:`~simforge.synth.tasks.answer_facts.required_outputs`.)"""
     return "\n".join([instruction, *(str(v) for v in user.values()), shown])
 
 

@@ -1,13 +1,13 @@
 """Compiled handlers: a handler description of ``tools.json`` turned, once, into closures.
 
-:func:`simforge.synth.handlers.run` interprets a description on every call: it reads the
+:func:`simforge.synth.runtime.interpreter.run` interprets a description on every call: it reads the
 description's keys, walks each expression's JSON form and scans a table for a search. That
 interpreter stays the reference (learning checks candidates with it, and the tests compare every
 call of the real traces and of generated cases with it); a session runs :func:`compile_handler`'s
 closure instead, which gives the same results, errors and writes:
 
 - expressions (effects, computed error conditions) are closures built by
-  :func:`~simforge.synth.expr.compile_expr`, the view's key sets are built once;
+  :func:`~simforge.synth.expr.language.compile_expr`, the view's key sets are built once;
 - a ``search`` or ``find`` over the world probes an index of the shared seeded table, built once
   per table (:class:`TableIndex`) — the bucket of rows whose field equals the argument — plus the
   rows the episode changed (its overlay, a handful), instead of scanning every row; results come
@@ -31,20 +31,20 @@ from typing import Any
 
 import orjson
 
-from simforge.synth import handlers as interp
-from simforge.synth.errors import ErrorObservation, holds, render
-from simforge.synth.expr import Unresolved, compile_expr, same
-from simforge.synth.side import RESULT, apply_side_effects
-from simforge.synth.textstate import op
+from simforge.synth.expr.language import Unresolved, compile_expr, same
+from simforge.synth.learn.error_conditions import ErrorObservation, holds, render
+from simforge.synth.learn.side_effects import RESULT, apply_side_effects
+from simforge.synth.learn.text_state import op
+from simforge.synth.runtime import interpreter as interp
 from simforge.tools.context import ToolContext
 from simforge.tools.errors import ToolError
 
 Row = dict[str, Any]
 Handler = Callable[[Any, dict[str, Any], interp.Runtime], Any]
 _CAUGHT = (Unresolved, TypeError, ValueError, OverflowError, ZeroDivisionError)
-"""What :func:`~simforge.synth.effects.apply_effects` skips a field for."""
+"""What :func:`~.write_effects.apply_effects` skips a field for."""
 _HOLDS_CAUGHT = (Unresolved, TypeError, AttributeError, ValueError, KeyError)
-"""What :func:`~simforge.synth.errors.holds` takes as "the condition does not hold"."""
+"""What :func:`~.error_conditions.holds` takes as "the condition does not hold"."""
 
 
 # -- the cache -------------------------------------------------------------------------------
@@ -137,7 +137,7 @@ def _compile_check(desc: Mapping[str, Any]) -> Check | None:
 
 def _compile_condition(condition: dict[str, Any]) -> Callable[[ErrorObservation], bool]:
     """A condition comparing two computed values as compiled expressions; any other as
-    :func:`~simforge.synth.errors.holds` (a probe of the observation, nothing to compile)."""
+    :func:`~.error_conditions.holds` (a probe of the observation, nothing to compile)."""
     try:
         op, arg = next(iter(condition.items()))
         if op in ("ne", "lt", "gt") and len(condition) == 1:
@@ -164,7 +164,7 @@ Effects = Callable[[dict[str, Any]], dict[str, Any]]
 
 
 def _compile_effects(changes: Mapping[str, Any], scope: str | None = "new") -> Effects:
-    """:func:`~simforge.synth.effects.apply_effects` of ``changes`` with compiled expressions."""
+    """:func:`~.write_effects.apply_effects` of ``changes`` with compiled expressions."""
     fields = [(name, compile_expr(expr)) for name, expr in changes.items()]
 
     def effects(env: dict[str, Any]) -> dict[str, Any]:

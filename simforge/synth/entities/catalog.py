@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from simforge.synth.snapshot import KEY, Tables
+from simforge.synth.read.snapshot import KEY, Tables
 
 Row = dict[str, Any]
 
@@ -94,7 +94,7 @@ class EntityCatalog:
         self.entities: dict[str, Entity] = {}
         self.by_pk: dict[str, str] = {}
         self.kinds: dict[str, str] = {}
-        """Group of ``id`` records (:func:`simforge.synth.kinds.group_of`) -> entity name."""
+        """Group of ``id`` records (:func:`.bare_ids.group_of`) -> entity name."""
         self._index: dict[str, Ref] | None = None
 
     def add(self, entity: Entity) -> Entity:
@@ -119,7 +119,7 @@ class EntityCatalog:
     def kind_of(self, record: Any) -> Entity | None:
         if not self.kinds or not isinstance(record, dict):
             return None
-        from simforge.synth.kinds import group_of
+        from simforge.synth.entities.bare_ids import group_of
 
         group = group_of(record)
         name = self.kinds.get(group) if group else None

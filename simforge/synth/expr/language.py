@@ -29,7 +29,8 @@ import math
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from simforge.synth.joins import joined
+from simforge.synth.expr.joins import joined
+from simforge.world.frozen import FrozenDict
 
 Expr = dict[str, Any]
 Path = list[str | int]
@@ -77,8 +78,9 @@ def _num(value: Any) -> float:
 
 
 def evaluate(expr: Expr, env: dict[str, Any]) -> Any:
-    """The value of ``expr``; raises :class:`Unresolved` when it does not apply."""
-    op, arg = next(iter(expr.items()))
+    """The value of ``expr``; raises :class:`Unresolved` when it does not apply, and
+    ``ValueError`` for what is no expression (not exactly one form, an unknown form)."""
+    ((op, arg),) = expr.items()  # one form: an unpacking, as cheap as taking the first
     if op == "c":
         return arg
     if op == "p":
@@ -473,7 +475,7 @@ def _compile_keys(path: list[str], original: Any) -> Compiled:
 
         def two(env: dict[str, Any]) -> Any:
             node = env.get(first, _MISSING) if type(env) is dict else _MISSING
-            if type(node) is dict:
+            if type(node) is dict or type(node) is FrozenDict:
                 value = node.get(second, _MISSING)
                 if value is not _MISSING:
                     return value

@@ -3,7 +3,7 @@
 ``learn_creates``: records a write makes besides changing its row (a cancelled order's credit
 note, a ledger entry for a credit) are learned like a created row's fields, with the written row
 visible as ``new``. ``modelled_fields``: which fields of which entity a handler sets, so that a
-task's expected state asks only for what the environment can produce (:mod:`.tasks`).
+task's expected state asks only for what the environment can produce (:mod:`.episode_tasks`).
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from simforge.synth.effects import MAX_SAMPLES, learn_fields
-from simforge.synth.expr import same
-from simforge.synth.observe import CallObservation
+from simforge.synth.expr.language import same
+from simforge.synth.learn.observations import CallObservation
+from simforge.synth.learn.write_effects import MAX_SAMPLES, learn_fields
 
 Row = dict[str, Any]
 

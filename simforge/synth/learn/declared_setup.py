@@ -20,10 +20,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from simforge.synth.effects import apply_effects, learn_fields
-from simforge.synth.entities import Ref
-from simforge.synth.expr import same
-from simforge.synth.handlers import DictStore, Runtime, run
+from simforge.synth.entities.catalog import Ref
+from simforge.synth.expr.language import same
+from simforge.synth.learn.write_effects import apply_effects, learn_fields
+from simforge.synth.runtime.interpreter import DictStore, Runtime, run
 from simforge.tools.errors import ToolError
 
 Row = dict[str, Any]

@@ -11,12 +11,12 @@ whose fields equal the arguments), ``search`` (rows filtered by arguments and co
 with a sub-record an argument selects), ``update`` and ``create`` (learned effects; an update may
 also insert the records it makes, ``creates``), ``compute``
 (arithmetic), ``constant``, ``replay``, ``state`` (an answer rendered from the session's
-history of state-changing calls, :mod:`.textstate`) and ``declared`` (a tool the traces
+history of state-changing calls, :mod:`.text_state`) and ``declared`` (a tool the traces
 declare and no training call used: in the catalog, with nothing known of what it answers).
 Every kind checks
 the learned error conditions first; a write computes its effects before (a condition may
 compare an argument with a computed total) and applies its learned side effects after
-(:mod:`.side`).
+(:mod:`.side_effects`).
 """
 
 from __future__ import annotations
@@ -26,14 +26,14 @@ import operator
 from collections.abc import Iterator, Mapping
 from typing import Any, Protocol
 
-from simforge.synth.effects import apply_effects
-from simforge.synth.entities import Ref, resolve
-from simforge.synth.errors import ErrorObservation, holds, render
-from simforge.synth.expr import Unresolved
-from simforge.synth.replay import ReplayTable
-from simforge.synth.side import RESULT, TOKEN, apply_side_effects
-from simforge.synth.textstate import STATE_ENTITY, STATE_ID, STATE_KEY, Model, op
-from simforge.synth.textstate import render as render_text
+from simforge.synth.entities.catalog import Ref, resolve
+from simforge.synth.expr.language import Unresolved
+from simforge.synth.learn.error_conditions import ErrorObservation, holds, render
+from simforge.synth.learn.side_effects import RESULT, TOKEN, apply_side_effects
+from simforge.synth.learn.text_state import STATE_ENTITY, STATE_ID, STATE_KEY, Model, op
+from simforge.synth.learn.text_state import render as render_text
+from simforge.synth.learn.write_effects import apply_effects
+from simforge.synth.runtime.replay_table import ReplayTable
 from simforge.tools.errors import ToolError
 
 Row = dict[str, Any]
@@ -95,7 +95,7 @@ class DictStore:
 
 class Runtime:
     """What a handler needs beyond the store: sub-record parents, replay tables and the model of
-    state shown only in text (:mod:`.textstate`)."""
+    state shown only in text (:mod:`.text_state`)."""
 
     def __init__(
         self,
@@ -192,7 +192,7 @@ def _record(store: Store, model: Model, ops: list[str]) -> None:
 
 
 def _state(desc: Mapping[str, Any], store: Store, args: dict[str, Any], rt: Runtime) -> Any:
-    """An answer rendered from the session's history (see :mod:`.textstate`)."""
+    """An answer rendered from the session's history (see :mod:`.text_state`)."""
     model = rt.state
     if model is None:
         raise ToolError(501, "not_implemented", f"{desc.get('tool')}: no state model")

@@ -18,13 +18,19 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from simforge.synth.entities import Entity, EntityCatalog, Ref, entity_name_for_key, is_key_name
-from simforge.synth.entities import resolve as resolve_ref
-from simforge.synth.expr import same
-from simforge.synth.handlers import DictStore
-from simforge.synth.joins import JoinIndex
-from simforge.synth.kinds import is_new, mentions, nested_records
-from simforge.synth.side import RESULT, TOKEN
+from simforge.synth.entities.bare_ids import is_new, mentions, nested_records
+from simforge.synth.entities.catalog import (
+    Entity,
+    EntityCatalog,
+    Ref,
+    entity_name_for_key,
+    is_key_name,
+)
+from simforge.synth.entities.catalog import resolve as resolve_ref
+from simforge.synth.expr.joins import JoinIndex
+from simforge.synth.expr.language import same
+from simforge.synth.learn.side_effects import RESULT, TOKEN
+from simforge.synth.runtime.interpreter import DictStore
 from simforge.trace.episode import Episode, ToolCall
 
 Row = dict[str, Any]
@@ -234,7 +240,7 @@ def learn_seed_rows(
                 continue  # a record a write created was not in the world before it
             for entity, id, record in records_in(call, catalog, tools):
                 if catalog.is_kind(entity.name):
-                    continue  # seeded by simforge.synth.seed, reads first
+                    continue  # seeded by simforge.synth.entities.seed_rows, reads first
                 entity.rows.setdefault(id, record)
                 entity.fields.update(dict.fromkeys(record))
     for entity in catalog.entities.values():
@@ -452,7 +458,7 @@ def _touch(
     target: tuple[str, str] | None,
 ) -> None:
     """Remember the rows a write's id arguments name, as they were before it: the next read of
-    one shows what the write did to it (see :mod:`simforge.synth.side`)."""
+    one shows what the write did to it (see :mod:`simforge.synth.learn.side_effects`)."""
     for name, ref in refs.items():
         value = obs.args.get(name)
         if not isinstance(value, str):

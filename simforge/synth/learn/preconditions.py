@@ -38,8 +38,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from simforge.synth.entities import is_key_name
-from simforge.synth.expr import Explainer, Unresolved, evaluate, same
+from simforge.synth.entities.catalog import is_key_name
+from simforge.synth.expr.language import Explainer, Unresolved, evaluate, same
 
 Row = dict[str, Any]
 

@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from simforge.synth.schemas import is_id_like
+from simforge.synth.learn.json_schemas import is_id_like
 
 Path = tuple[str, ...]
 

@@ -10,7 +10,7 @@
     scenario.yaml    a scenario with ``pack: .`` and one task per source episode (held-out
                      episodes are the ``eval`` split)
     policy.md        the agent policy the traces carried, when they carried one (tau2)
-    state.json       the model of state shown only in text (:mod:`.textstate`), when learned
+    state.json       the model of state shown only in text (:mod:`.text_state`), when learned
     scenario-nongold.yaml  the training episodes labelled failed, as tasks with nothing to
                      expect (kept out of scenario.yaml, so out of training, by default)
 
@@ -27,10 +27,13 @@ from typing import Any
 
 import orjson
 import yaml
+from pydantic import TypeAdapter, ValidationError
 
 from simforge import atomic
+from simforge.config import at_line
 from simforge.errors import UserError
 from simforge.jsonio import dumps
+from simforge.synth.pack.models import Manifest, ToolEntry
 
 FORMAT = "simforge-synth/1"
 MANIFEST = "pack.yaml"
@@ -123,7 +126,34 @@ def read_manifest(folder: Path) -> dict[str, Any]:
         raise PackFormatError(f"{path}: {exc}") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise PackFormatError(f"{path}: expected format: {FORMAT}")
+    _validate(Manifest, manifest, path, yaml_file=True)
     return manifest
+
+
+def read_tools(path: Path) -> list[dict[str, Any]]:
+    """``tools.json``, each entry checked against :class:`~.models.ToolEntry`."""
+    tools = read_json(path)
+    _validate(_TOOL_LIST, tools, path)
+    return tools
+
+
+_TOOL_LIST: TypeAdapter[list[ToolEntry]] = TypeAdapter(list[ToolEntry])
+
+
+def _validate(model: Any, data: Any, path: Path, *, yaml_file: bool = False) -> None:
+    """``data`` checked against ``model``; a misfit names the file, the line (for YAML) and
+    the field path of every problem, as :mod:`simforge.config` does."""
+    adapter = model if isinstance(model, TypeAdapter) else TypeAdapter(model)
+    try:
+        adapter.validate_python(data)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors(include_url=False):
+            loc = list(err["loc"])
+            where = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in loc)
+            problem = f"{where.replace('.[', '[')}: {err['msg']}"
+            problems.append(at_line(path, loc, problem) if yaml_file else problem)
+        raise PackFormatError(f"{path}: " + "; ".join(problems)) from None
 
 
 def read_json(path: Path) -> Any:

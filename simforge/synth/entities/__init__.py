@@ -1,0 +1,1 @@
+"""synth, stage 2: the entities recognised, and their seed rows."""

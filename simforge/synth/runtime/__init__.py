@@ -1,0 +1,1 @@
+"""Running a learned handler description: the interpreter, its compiled form, the replay table."""

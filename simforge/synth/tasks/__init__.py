@@ -1,0 +1,1 @@
+"""synth, stage 4: one task per source episode, with what proves its work."""
