@@ -224,3 +224,5 @@ def register(app: typer.Typer) -> None:
         for tool, paths in (result.get("drift") or {}).items():
             for path, rule in paths.items():
                 _out.print(f"schema drift {tool} {path or '.'}: {rule}", highlight=False)
+        for word, theirs in (result.get("drift_words") or {}).items():
+            _out.print(f"error wording drift: {word!r} -> {theirs!r}", highlight=False)

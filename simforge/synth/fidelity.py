@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from simforge.synth.expr.language import same
-from simforge.synth.learn.schema_drift import Drift, learn_drift
+from simforge.synth.learn.schema_drift import Drift, learn_drift, learn_wording
 from simforge.synth.pack.files import SCENARIO
 from simforge.synth.pack.loader import load_synth_pack
 from simforge.tools.context import ToolContext
@@ -92,8 +92,9 @@ def fidelity(
 ) -> dict[str, Any]:
     """``{"reads", "writes", "errors": {"calls", "exact", "rate"}, "by_tool", "episodes",
     "reward"}`` (and ``"drift"`` when the traces' generation names or omits fields otherwise
-    than the pack's, see :mod:`.drift`); ``only``: episode ids to measure (the pack's holdout,
-    say); ``drift=False`` compares answers as the pack gives them."""
+    than the pack's, ``"drift_words"`` when it words refusals otherwise, see :mod:`.drift`);
+    ``only``: episode ids to measure (the pack's holdout, say); ``drift=False`` compares
+    answers as the pack gives them."""
     folder = Path(folder)
     pack = load_synth_pack(folder)
     tasks = _tasks(folder)
@@ -126,7 +127,7 @@ def fidelity(
                 except ToolError as exc:
                     value = exc.message
             if call.error is not None:
-                exact = not ok and value == call.error
+                exact = not ok and shapes.adapt_error(str(value)) == call.error
             else:
                 exact = ok and same(shapes.adapt(call.tool, value), call.result)
             for bucket in (totals[category], entry[category]):
@@ -143,8 +144,10 @@ def fidelity(
         "episodes": measured,
         "reward": reward_agreement(folder, chosen),
     }
-    if shapes:
+    if shapes.tools:
         out["drift"] = shapes.to_json()
+    if shapes.words:
+        out["drift_words"] = shapes.words
     return out
 
 
@@ -202,7 +205,17 @@ def _drift(folder: Path, episodes: list[Episode]) -> Drift:
         for entry in read_json(folder / TOOLS)
         if entry["handler"].get("entity") and entry["handler"].get("returns", "row") == "row"
     }
-    return learn_drift(ours, theirs, entities)
+    drift = learn_drift(ours, theirs, entities)
+    drift.words = learn_wording(
+        (
+            e["response"]["error"]
+            for entries in recorded.values()
+            for e in entries
+            if isinstance(e["response"].get("error"), str)
+        ),
+        (call.error for episode in episodes for call in episode.tool_calls if call.error),
+    )
+    return drift
 
 
 def holdout_ids(folder: Path | str) -> set[str]:

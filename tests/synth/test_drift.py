@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from simforge.synth.learn.schema_drift import learn_drift
+from simforge.synth.learn.schema_drift import learn_drift, learn_wording
 
 from ..conftest import shared_data_dir
 
@@ -34,6 +34,41 @@ def test_renames_null_versus_absent_and_fields_the_other_generation_never_had():
     assert drift.adapt("get_user", answer) == _user(3, old=True)
     # traces of the pack's own generation learn nothing
     assert not learn_drift(ours, {"get_user": [_user(n, old=False) for n in range(20, 26)]})
+
+
+def test_error_wording_is_learned_word_by_word_apart_from_values_and_shared_between_tools():
+    ours = ["Error: Payment amount does not add up, total price is 375, but paid 299"]
+    theirs = [
+        f"Error: payment amount does not add up, total price is {t}, but paid {p}"
+        for t, p in ((375, 299), (1203, 833), (305, 255))
+    ] + ["Error: not enough seats on flight HAT290"]
+    words = learn_wording(ours, theirs)
+    assert words == {"Payment": "payment"}
+    drift = learn_drift({}, {})
+    drift.words = words
+    # the substitution applies to a refusal with values no trace showed, of any tool
+    assert drift.adapt_error(
+        "Error: Payment amount does not add up, total price is 7, but paid 3"
+    ) == ("Error: payment amount does not add up, total price is 7, but paid 3")
+    assert drift.adapt_error("Error: Payment method not found") == "Error: payment method not found"
+    # too few distinct texts, texts that differ in values only, or in wording beyond one word
+    # in four, learn nothing
+    assert not learn_wording(ours, theirs[:2])
+    assert not learn_wording(ours, [t.replace("payment", "Payment") for t in theirs])
+    assert not learn_wording(
+        ours, [t.replace("does not add up", "is wrong, sorry") for t in theirs]
+    )
+    # two messages of one generation that differ in a word are not a rename
+    same = [f"Error: order #W{n} cannot be returned" for n in range(4)]
+    assert not learn_wording(
+        [*same, "Error: order #W9 cannot be exchanged"],
+        [f"Error: order #W{n} cannot be exchanged" for n in range(4, 8)] + same,
+    )
+    # a word the other generation keeps in some aligned text is not renamed
+    assert not learn_wording(
+        [*ours, "Error: Payment method gift_card_1 not found"],
+        [*theirs, "Error: Payment method gift_card_2 not found"],
+    )
 
 
 def test_a_write_seen_too_rarely_takes_what_the_reads_of_its_entity_showed():
@@ -70,6 +105,11 @@ def test_a_tau2_airline_pack_answers_the_older_tau_bench_trajectories(tmp_path):
     # one reservation the tau2 traces show changed since the older trajectories: 376 of 377
     assert by_tool["get_reservation_details"]["reads"]["rate"] >= 0.99
     assert result["reads"]["rate"] >= 0.84 and result["writes"]["rate"] >= 0.62
+    # the older refusals write "payment amount" where tau2 writes "Payment amount": learned
+    # from the wording of both generations, the payment refusals the pack makes match
+    assert result["drift_words"] == {"Payment": "payment"}
+    assert plain["errors"]["exact"] == 0
+    assert by_tool["book_reservation"]["errors"]["exact"] >= 12
 
 
 @pytest.mark.slow

@@ -87,9 +87,12 @@ class Drift:
     """Per tool and path: ``renames`` (pack key -> theirs), ``absent``, ``absent_if_null``."""
 
     tools: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    words: dict[str, str] = field(default_factory=dict)
+    """Error wording: a word of the pack's refusals -> the other generation's (see
+    :func:`learn_wording`), shared by every tool of the system."""
 
     def __bool__(self) -> bool:
-        return bool(self.tools)
+        return bool(self.tools or self.words)
 
     def to_json(self) -> dict[str, Any]:
         return self.tools
@@ -97,6 +100,12 @@ class Drift:
     def adapt(self, tool: str, value: Any) -> Any:
         rules = self.tools.get(tool)
         return _adapt(value, (), rules) if rules else value
+
+    def adapt_error(self, text: str) -> str:
+        """A refusal of the pack in the other generation's words."""
+        if not self.words:
+            return text
+        return " ".join(self.words.get(word, word) for word in text.split(" "))
 
 
 def _adapt(value: Any, path: Path, rules: dict[str, dict[str, Any]]) -> Any:
@@ -207,3 +216,46 @@ def _overlap(x: set[str], y: set[str] | None) -> bool:
     if not x or not y:
         return False
     return len(x & y) / min(len(x), len(y)) >= OVERLAP
+
+
+def _slot(word: str) -> bool:
+    """A word that carries a value (an amount, an id, a date), not the wording."""
+    return any(ch.isdigit() for ch in word) or is_id_like(word.strip(".,:;!?"))
+
+
+def learn_wording(ours: Iterable[str], theirs: Iterable[str]) -> dict[str, str]:
+    """Words the other generation's refusals put otherwise (``payment`` for ``Payment``).
+
+    Every error text of the pack's generation is aligned word by word with each of the other's
+    of the same length that keeps its wording apart from values (numbers, ids) and at most
+    one word in four. A substitution is learned when ``MIN_SEEN`` distinct texts of the other
+    generation show it, no aligned text keeps the pack's word, and, as for renamed keys, neither
+    word occurs in the other generation's texts (two messages of one generation differing in a
+    word, ``returned`` and ``exchanged``, are not a rename). The words are shared between the
+    tools of one system, since the systems of one generation word alike."""
+    mine = sorted({t for t in ours if t})
+    other = sorted({t for t in theirs if t})
+    support: Counter[tuple[str, str]] = Counter()
+    kept: set[str] = set()
+    for text in mine:
+        a = text.split(" ")
+        for candidate in other:
+            b = candidate.split(" ")
+            if len(a) != len(b):
+                continue
+            changed = [
+                (x, y) for x, y in zip(a, b, strict=True) if x != y and not (_slot(x) and _slot(y))
+            ]
+            if len(changed) * 4 > len(a) or any(_slot(x) for x, _ in changed):
+                continue  # another message, not the same one worded otherwise
+            support.update(set(changed))
+            kept.update(x for x, y in zip(a, b, strict=True) if x == y)
+    # a rename, as of keys: each word missing from the other generation's texts
+    vocab_a = {w for t in mine for w in t.split(" ")}
+    vocab_b = {w for t in other for w in t.split(" ")}
+    words: dict[str, str] = {}
+    for (x, y), count in support.most_common():
+        if count < MIN_SEEN or x in kept or x in words or x in vocab_b or y in vocab_a:
+            continue
+        words[x] = y
+    return words
