@@ -29,7 +29,8 @@ import math
 import weakref
 from typing import Any
 
-from simforge.faults.effects import CallFaults
+from simforge.faults.data import TokenExpiry
+from simforge.faults.effects import FaultedCall
 from simforge.faults.rules import FaultProfile, FaultRule, When
 from simforge.tools.spec import ToolSpec
 from simforge.trace.episode import InjectedFault, trusted
@@ -54,6 +55,14 @@ def key_of(*parts: object) -> int:
     and hash seeds. Worked out once per session or per profile and tool, never per call."""
     text = "\x1f".join(str(p) for p in parts).encode()
     return int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "little")
+
+
+def seed_key(seed: int) -> int:
+    """The session seed's key: splitmix64 of the seed itself when it is a 64-bit integer (most
+    seeds: no hashing per session), else of its text's BLAKE2b."""
+    if 0 <= seed <= _M64:
+        return _mix((seed + _GAMMA) & _M64)
+    return _mix(key_of(seed, "rule"))
 
 
 def uniform(key: int, counter: int) -> float:
@@ -82,18 +91,27 @@ class _Compiled:
         """Whether the rule, once drawn and open, still asks its kind whether it fires."""
 
 
+_PerTool = tuple[list[_Compiled], list[int], list[float], list[float]]
+"""A tool's rules, with each (rule, tool) pair's key, ``log(1 - p)`` and ``1 - p`` (0: every
+call)."""
+
+
 class _Static:
     """What a profile's rules are against each tool, shared by every session of the profile."""
 
-    __slots__ = ("by_tool", "rules", "surface_rules")
+    __slots__ = ("by_tool", "rules", "surface_rules", "view_rules")
 
     def __init__(self, profile: FaultProfile) -> None:
         live = [r for r in profile.rules if r.probability > 0]
         self.rules = [r for r in live if r.fault.stage != "surface"]
         self.surface_rules = [r for r in live if r.fault.stage == "surface"]
-        self.by_tool: dict[tuple[str, str, tuple[str, ...]], list[tuple[_Compiled, int]]] = {}
+        self.view_rules = [r for r in profile.rules
+                           if r.fault.stage == "surface" or isinstance(r.fault, TokenExpiry)]
+        """The rules that change the episode's tools (surface kinds, and the refresh tool of
+        a token that expires): :func:`~simforge.faults.surface.build_view` reads these."""
+        self.by_tool: dict[tuple[str, str, tuple[str, ...]], _PerTool] = {}
         """The rules that can hit a tool, by what ``applies_to`` reads of it (name, kind,
-        entities), each with the (rule, tool) pair's key."""
+        entities)."""
 
 
 _STATIC: dict[int, tuple[weakref.ref[FaultProfile], _Static]] = {}
@@ -110,50 +128,67 @@ def _static_of(profile: FaultProfile) -> _Static:
     return static
 
 
-class _Schedule:
-    """One (rule, tool) pair in one session: the index of the tool's next call the rule fires
-    on (``-1``: every call) and how many firings have been drawn."""
+class _Tool:
+    """A tool's rules in one session, in rule order: for each, the index of the tool's next
+    call it fires on (``-1``: every call), its key and how many firings it has drawn; and the
+    first call any of them fires on, so that calls before it are decided by one comparison.
 
-    __slots__ = ("c", "drawn", "key", "next")
+    A rule's first gap is only worked out when it matters: if the pair's first uniform ``u``
+    says the rule does not fire on call 0 (``u <= 1 - p``), its next firing is at 1 at the
+    earliest and the logarithm waits until the tool's second call (``pending``), which most
+    tools of a short episode never get."""
 
-    def __init__(self, c: _Compiled, key: int) -> None:
-        self.c = c
-        self.key = key
-        self.drawn = 0
-        self.next = -1
-        if c.probability < 1.0:
-            self.next = self._gap()
+    __slots__ = ("compiled", "drawn", "keys", "log_qs", "next", "nexts", "pending")
 
-    def _gap(self) -> int:
-        """Calls to skip before the next firing: geometric, from the pair's next uniform."""
-        u = uniform(self.key, self.drawn)
-        self.drawn += 1
-        return int(math.log(u) / self.c.log_q)
+    def __init__(self, seed: int, static: _PerTool) -> None:
+        self.compiled, pairs, self.log_qs, qs = static
+        keys: list[int] = []
+        nexts: list[int] = []
+        pending: list[bool] = []
+        self.keys, self.nexts, self.pending = keys, nexts, pending
+        for pair, q in zip(pairs, qs, strict=True):
+            # _mix(seed ^ pair), inlined: a tool's first call in a short episode pays this per
+            # rule; the key's own bits are the pair's first uniform
+            x = seed ^ pair
+            x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9 & _M64
+            x = (x ^ (x >> 27)) * 0x94D049BB133111EB & _M64
+            x ^= x >> 31
+            keys.append(x)
+            if q <= 0.0:
+                nexts.append(-1)  # fires on every call
+                pending.append(False)
+            elif ((x >> 11) + 1) * 2.0**-53 > q:
+                nexts.append(0)  # the first gap is 0: it fires on call 0
+                pending.append(False)
+            else:
+                nexts.append(1)
+                pending.append(True)
+        self.drawn = [1] * len(keys)
+        self.next = min(nexts, default=1 << 62)
 
-    def fires(self, index: int) -> bool:
-        """Whether the rule's draw fires on call ``index`` (calls are asked in order; a skipped
-        index, a call answered before the plan was asked, is passed over)."""
-        nxt = self.next
+    def _gap(self, i: int) -> int:
+        """Calls rule ``i`` skips before its next firing: geometric, from its next uniform."""
+        j = self.drawn[i]
+        self.drawn[i] = j + 1
+        return int(math.log(uniform(self.keys[i], j)) / self.log_qs[i])
+
+    def fires(self, i: int, index: int) -> bool:
+        """Whether rule ``i``'s draw fires on call ``index`` (calls are asked in order; a
+        skipped index, a call answered before the plan was asked, is passed over)."""
+        nxt = self.nexts[i]
         if nxt < 0:
             return True
+        if self.pending[i]:
+            self.pending[i] = False
+            u = ((self.keys[i] >> 11) + 1) * 2.0**-53
+            nxt = max(1, int(math.log(u) / self.log_qs[i]))
         while nxt < index:
-            nxt += 1 + self._gap()
+            nxt += 1 + self._gap(i)
         if nxt == index:
-            self.next = nxt + 1 + self._gap()
+            self.nexts[i] = nxt + 1 + self._gap(i)
             return True
-        self.next = nxt
+        self.nexts[i] = nxt
         return False
-
-
-class _Tool:
-    """A tool's schedules in one session, in rule order, and the first call any of them can
-    fire on: calls before it are decided by one comparison."""
-
-    __slots__ = ("next", "schedules")
-
-    def __init__(self, schedules: list[_Schedule]) -> None:
-        self.schedules = schedules
-        self.next = min((s.next for s in schedules), default=1 << 62)
 
 
 class FaultPlan:
@@ -162,16 +197,17 @@ class FaultPlan:
     def __init__(self, profile: FaultProfile, seed: int) -> None:
         self.profile = profile
         self.seed = seed
-        self._key = key_of(seed, "rule")
+        self._key = seed_key(seed)
         self._static = _static_of(profile)
         self.rules = self._static.rules
         self.surface_rules = self._static.surface_rules
+        self.view_rules = self._static.view_rules
         self._by_tool: dict[str, _Tool] = {}
         self.state: dict[str, dict[str, Any]] = {}
         """Each gated rule's own state for the session (by rule id): token buckets, tokens."""
 
     def rules_for(self, spec: ToolSpec) -> list[FaultRule]:
-        return [s.c.rule for s in self._compiled(spec).schedules]
+        return [c.rule for c in self._compiled(spec).compiled]
 
     def _compiled(self, spec: ToolSpec) -> _Tool:
         """The rules that can hit the tool, in rule order, each with where the session is in its
@@ -181,35 +217,31 @@ class FaultPlan:
             key = (spec.name, spec.kind, tuple(spec.entities))
             static = self._static.by_tool.get(key)
             if static is None:
-                static = self._static.by_tool[key] = [
-                    (_Compiled(r), key_of(r.id, spec.name)) for r in self.rules
-                    if r.applies_to(spec)
-                ]
-            seed = self._key
-            compiled = _Tool([_Schedule(c, _mix(seed ^ pair)) for c, pair in static])
+                rules = [_Compiled(r) for r in self.rules if r.applies_to(spec)]
+                static = self._static.by_tool[key] = (
+                    rules,
+                    [key_of(c.rule.id, spec.name) for c in rules],
+                    [c.log_q for c in rules],
+                    [max(0.0, 1.0 - c.probability) for c in rules],
+                )
+            compiled = _Tool(self._key, static)
             self._by_tool[spec.name] = compiled
         return compiled
 
     def decide(
         self, spec: ToolSpec, call_id: str, call_index: int, args: Any, now: float
-    ) -> CallFaults | None:
+    ) -> FaultedCall | None:
         compiled = self._by_tool.get(spec.name)
         if compiled is None:
             compiled = self._compiled(spec)
         if call_index < compiled.next:
             return None  # no rule's next firing is this call: nothing drawn, nothing fires
-        faults: CallFaults | None = None
-        first = 1 << 62
-        for schedule in compiled.schedules:
+        faults: FaultedCall | None = None
+        nexts = compiled.nexts
+        for i, c in enumerate(compiled.compiled):
             # Draw first, always: the firing belongs to (seed, rule, tool, call index) alone.
-            fires = schedule.fires(call_index)
-            if 0 <= schedule.next < first:
-                first = schedule.next
-            elif schedule.next < 0:
-                first = -1
-            if not fires:
+            if nexts[i] > call_index or not compiled.fires(i, call_index):
                 continue
-            c = schedule.c
             if c.when is not None and not c.when.open(now, call_index):
                 continue
             if c.args is not None and not c.args.matches_args(args):
@@ -226,7 +258,7 @@ class FaultPlan:
                     continue
                 params = gate or _NO_PARAMS
             if faults is None:
-                faults = CallFaults(f"{self.seed}\x1ffault\x1f{spec.name}\x1f{call_index}")
+                faults = FaultedCall(f"{self.seed}\x1ffault\x1f{spec.name}\x1f{call_index}")
             # built from validated parts, so not validated again (hot path)
             record = _record({
                 "kind": c.kind,
@@ -239,5 +271,5 @@ class FaultPlan:
                 "observed": None,
             })
             faults.add(record, fault, params)
-        compiled.next = first
+        compiled.next = min(nexts)
         return faults

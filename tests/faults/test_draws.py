@@ -14,7 +14,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from simforge.faults.plan import _Compiled, _mix, _Schedule, key_of, uniform
+from simforge.faults.plan import _Compiled, _Tool, key_of, uniform
 from simforge.faults.rules import FaultRule
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,8 +26,15 @@ def compiled(p: float) -> _Compiled:
     ))
 
 
-def schedule(p: float, seed: int, tool: str = "t") -> _Schedule:
-    return _Schedule(compiled(p), _mix(key_of(seed, "rule") ^ key_of("r", tool)))
+class Schedule:
+    """One rule's schedule against one tool in a session of ``seed``, as the plan keeps it."""
+
+    def __init__(self, p: float, seed: int, tool: str = "t") -> None:
+        c = compiled(p)
+        self.tool = _Tool(key_of(seed, "rule"), ([c], [key_of("r", tool)], [c.log_q], [1 - p]))
+
+    def fires(self, index: int) -> bool:
+        return self.tool.nexts[0] <= index and self.tool.fires(0, index)
 
 
 @given(
@@ -36,9 +43,9 @@ def schedule(p: float, seed: int, tool: str = "t") -> _Schedule:
     asked=st.lists(st.booleans(), min_size=1, max_size=200),
 )
 def test_a_calls_firing_does_not_depend_on_which_calls_were_asked_before(p, seed, asked):
-    every = schedule(p, seed)
+    every = Schedule(p, seed)
     full = [every.fires(k) for k in range(len(asked))]
-    some = schedule(p, seed)
+    some = Schedule(p, seed)
     # a call answered before the plan is asked (an unknown tool, a refusal) skips its index
     assert [some.fires(k) for k, ask in enumerate(asked) if ask] == [
         f for f, ask in zip(full, asked, strict=True) if ask
@@ -54,7 +61,7 @@ def test_firings_are_bernoulli_with_the_rules_probability():
     for p in (0.01, 0.2, 0.5, 0.9):
         fired = first = 0
         for seed in range(400):
-            s = schedule(p, seed)
+            s = Schedule(p, seed)
             hits = [s.fires(k) for k in range(250)]
             fired += sum(hits)
             first += hits[0]
@@ -64,14 +71,14 @@ def test_firings_are_bernoulli_with_the_rules_probability():
 
 
 def test_probability_one_fires_on_every_call():
-    s = schedule(1.0, 7)
+    s = Schedule(1.0, 7)
     assert all(s.fires(k) for k in range(50))
 
 
 def test_pairs_of_rules_and_tools_draw_independent_schedules():
-    a = schedule(0.5, 3, "get_customer")
-    b = schedule(0.5, 3, "list_customers")
-    c = schedule(0.5, 4, "get_customer")
+    a = Schedule(0.5, 3, "get_customer")
+    b = Schedule(0.5, 3, "list_customers")
+    c = Schedule(0.5, 4, "get_customer")
     runs = [[s.fires(k) for k in range(64)] for s in (a, b, c)]
     assert runs[0] != runs[1] and runs[0] != runs[2]
 
