@@ -91,9 +91,9 @@ class _Compiled:
         """Whether the rule, once drawn and open, still asks its kind whether it fires."""
 
 
-_PerTool = tuple[list[_Compiled], list[int], list[float], list[float]]
-"""A tool's rules, with each (rule, tool) pair's key, ``log(1 - p)`` and ``1 - p`` (0: every
-call)."""
+_PerTool = tuple[list[_Compiled], list[int], list[float], list[float], list[float]]
+"""A tool's rules, with each (rule, tool) pair's key, ``log(1 - p)``, ``1 - p`` (0: every call)
+and its square."""
 
 
 class _Static:
@@ -133,20 +133,20 @@ class _Tool:
     call it fires on (``-1``: every call), its key and how many firings it has drawn; and the
     first call any of them fires on, so that calls before it are decided by one comparison.
 
-    A rule's first gap is only worked out when it matters: if the pair's first uniform ``u``
-    says the rule does not fire on call 0 (``u <= 1 - p``), its next firing is at 1 at the
-    earliest and the logarithm waits until the tool's second call (``pending``), which most
-    tools of a short episode never get."""
+    A rule's first gap ``floor(log(u) / log(1 - p))`` is only worked out when it matters: it is
+    0 if ``u > 1 - p``, 1 if ``u > (1 - p) ** 2``, else at least 2, and then the logarithm waits
+    until the tool's third call (``pending``), which most tools of a short episode never get;
+    until then the tool's calls are decided by one comparison."""
 
     __slots__ = ("compiled", "drawn", "keys", "log_qs", "next", "nexts", "pending")
 
     def __init__(self, seed: int, static: _PerTool) -> None:
-        self.compiled, pairs, self.log_qs, qs = static
+        self.compiled, pairs, self.log_qs, qs, q2s = static
         keys: list[int] = []
         nexts: list[int] = []
         pending: list[bool] = []
         self.keys, self.nexts, self.pending = keys, nexts, pending
-        for pair, q in zip(pairs, qs, strict=True):
+        for pair, q, q2 in zip(pairs, qs, q2s, strict=True):
             # _mix(seed ^ pair), inlined: a tool's first call in a short episode pays this per
             # rule; the key's own bits are the pair's first uniform
             x = seed ^ pair
@@ -154,14 +154,18 @@ class _Tool:
             x = (x ^ (x >> 27)) * 0x94D049BB133111EB & _M64
             x ^= x >> 31
             keys.append(x)
+            u = ((x >> 11) + 1) * 2.0**-53
             if q <= 0.0:
                 nexts.append(-1)  # fires on every call
                 pending.append(False)
-            elif ((x >> 11) + 1) * 2.0**-53 > q:
+            elif u > q:
                 nexts.append(0)  # the first gap is 0: it fires on call 0
                 pending.append(False)
-            else:
+            elif u > q2:
                 nexts.append(1)
+                pending.append(False)
+            else:
+                nexts.append(2)  # at the earliest
                 pending.append(True)
         self.drawn = [1] * len(keys)
         self.next = min(nexts, default=1 << 62)
@@ -181,7 +185,7 @@ class _Tool:
         if self.pending[i]:
             self.pending[i] = False
             u = ((self.keys[i] >> 11) + 1) * 2.0**-53
-            nxt = max(1, int(math.log(u) / self.log_qs[i]))
+            nxt = max(2, int(math.log(u) / self.log_qs[i]))
         while nxt < index:
             nxt += 1 + self._gap(i)
         if nxt == index:
@@ -223,6 +227,7 @@ class FaultPlan:
                     [key_of(c.rule.id, spec.name) for c in rules],
                     [c.log_q for c in rules],
                     [max(0.0, 1.0 - c.probability) for c in rules],
+                    [max(0.0, 1.0 - c.probability) ** 2 for c in rules],
                 )
             compiled = _Tool(self._key, static)
             self._by_tool[spec.name] = compiled

@@ -1,15 +1,16 @@
 """One tool call in simulated time, as a short sequence of stages: capacity, latency, the
 handler, the effects on its answer.
 
-:class:`Stages` is the call: one hook per stage (:meth:`~Stages.capacity`, :meth:`~Stages.draw`,
-:meth:`~Stages.respond` with :meth:`~Stages.handle`, :meth:`~Stages.fail`), and
-:meth:`Stages.sequence`, the stages in order as the simpy events a call waits on. A fault plan
-(``session.plan``) is consulted once per call; what fired comes back as a
-:class:`~simforge.faults.effects.CallFaults`, each fault having set what it overrides at one stage
-(:meth:`FaultKind.add_to <simforge.faults.kinds.FaultKind.add_to>`): refuse at the gateway,
-change the latency, hang to the deadline or drop the connection, change how the handler's reads
-and writes land, rewrite the result or its bytes. A fault wraps one stage, the way a transport
-wraps a transport in httpx.
+:class:`Stages` is the call: one hook per stage (:meth:`~Stages.gateway`,
+:meth:`~Stages.capacity`, :meth:`~Stages.draw` for the latency, :meth:`~Stages.serve` for the
+wait for the answer, :meth:`~Stages.invoke` for the handler, :meth:`~Stages.answer` for its
+result, :meth:`~Stages.deliver` for the answer on the wire), and :meth:`Stages.sequence`, the
+stages in order as the simpy events a call waits on. A fault plan (``session.plan``) is
+consulted once per call; each fault that fired is a wrapper around the call's stages
+(:class:`~simforge.faults.effects.Wrapper`) that overrides its stage's hook and hands every other
+to what it wraps, the way a transport wraps a transport in httpx; the call runs on the outermost
+(``fx``): refuse at the gateway, change the latency, hang to the deadline or drop the
+connection, change how the handler's reads and writes land, rewrite the result or its bytes.
 
 The common case of training (no fault, a free slot, an answer before any deadline) is the
 sequence's specialisation (:meth:`Stages.launch`): one timeout for the latency, whose callback is
@@ -175,7 +176,11 @@ REJECT_LATENCY = 0.005
 class Stages:
     """One call's stages for a session, one hook each, and the order they run in
     (:meth:`sequence`). This is the whole interface of a call: the lean case and the sequence
-    use these hooks and nothing else of the pipeline."""
+    use these hooks and nothing else of the pipeline. The hooks here are the service without
+    faults, the innermost of a faulted call's wrappers (``fx``, the outermost, is what the
+    sequence asks; ``None`` when nothing fired, and then the hooks are these, the lean case
+    calling them directly and :meth:`handle` inlining :meth:`invoke`, :meth:`answer` and
+    :meth:`deliver`)."""
 
     __slots__ = ("session",)
 

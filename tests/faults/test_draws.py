@@ -31,7 +31,7 @@ class Schedule:
 
     def __init__(self, p: float, seed: int, tool: str = "t") -> None:
         c = compiled(p)
-        self.tool = _Tool(key_of(seed, "rule"), ([c], [key_of("r", tool)], [c.log_q], [1 - p]))
+        self.tool = _Tool(key_of(seed, "rule"), ([c], [key_of("r", tool)], [c.log_q], [1 - p], [(1 - p) ** 2]))
 
     def fires(self, index: int) -> bool:
         return self.tool.nexts[0] <= index and self.tool.fires(0, index)
