@@ -91,9 +91,9 @@ class _Compiled:
         """Whether the rule, once drawn and open, still asks its kind whether it fires."""
 
 
-_PerTool = tuple[list[_Compiled], list[int], list[float], list[float], list[float]]
-"""A tool's rules, with each (rule, tool) pair's key, ``log(1 - p)``, ``1 - p`` (0: every call)
-and its square."""
+_PerTool = tuple[list[_Compiled], list[float], list[tuple[int, int, int]]]
+"""A tool's rules, each rule's ``log(1 - p)``, and each (rule, tool) pair's key with the least
+keys that fire on call 0 and on call 1 (``-1``: every call)."""
 
 
 class _Static:
@@ -130,44 +130,33 @@ def _static_of(profile: FaultProfile) -> _Static:
 
 class _Tool:
     """A tool's rules in one session, in rule order: for each, the index of the tool's next
-    call it fires on (``-1``: every call), its key and how many firings it has drawn; and the
-    first call any of them fires on, so that calls before it are decided by one comparison.
+    call it fires on (``-1``: every call), its key and how many of its uniforms it has used;
+    and the first call any of them fires on, so that calls before it are decided by one
+    comparison.
 
-    A rule's first gap ``floor(log(u) / log(1 - p))`` is only worked out when it matters: it is
-    0 if ``u > 1 - p``, 1 if ``u > (1 - p) ** 2``, else at least 2, and then the logarithm waits
-    until the tool's third call (``pending``), which most tools of a short episode never get;
-    until then the tool's calls are decided by one comparison."""
+    A rule's first gap ``floor(log(u) / log(1 - p))``, ``u`` the top 53 bits of its key, is only
+    worked out when it matters: it is 0 if ``u > 1 - p``, 1 if ``u > (1 - p) ** 2`` (integer
+    comparisons of the key, thresholds worked out once per profile), else at least 2, and then
+    the logarithm waits until the tool's third call (``drawn`` still 0), which most tools of a
+    short episode never get."""
 
-    __slots__ = ("compiled", "drawn", "keys", "log_qs", "next", "nexts", "pending")
+    __slots__ = ("compiled", "drawn", "keys", "log_qs", "next", "nexts")
 
     def __init__(self, seed: int, static: _PerTool) -> None:
-        self.compiled, pairs, self.log_qs, qs, q2s = static
+        self.compiled, self.log_qs, thresholds = static
         keys: list[int] = []
         nexts: list[int] = []
-        pending: list[bool] = []
-        self.keys, self.nexts, self.pending = keys, nexts, pending
-        for pair, q, q2 in zip(pairs, qs, q2s, strict=True):
+        for pair, once, twice in thresholds:
             # _mix(seed ^ pair), inlined: a tool's first call in a short episode pays this per
-            # rule; the key's own bits are the pair's first uniform
+            # rule
             x = seed ^ pair
             x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9 & _M64
             x = (x ^ (x >> 27)) * 0x94D049BB133111EB & _M64
             x ^= x >> 31
             keys.append(x)
-            u = ((x >> 11) + 1) * 2.0**-53
-            if q <= 0.0:
-                nexts.append(-1)  # fires on every call
-                pending.append(False)
-            elif u > q:
-                nexts.append(0)  # the first gap is 0: it fires on call 0
-                pending.append(False)
-            elif u > q2:
-                nexts.append(1)
-                pending.append(False)
-            else:
-                nexts.append(2)  # at the earliest
-                pending.append(True)
-        self.drawn = [1] * len(keys)
+            nexts.append(-1 if once < 0 else 0 if x >= once else 1 if x >= twice else 2)
+        self.keys, self.nexts = keys, nexts
+        self.drawn = [0 if n == 2 else 1 for n in nexts]
         self.next = min(nexts, default=1 << 62)
 
     def _gap(self, i: int) -> int:
@@ -182,8 +171,8 @@ class _Tool:
         nxt = self.nexts[i]
         if nxt < 0:
             return True
-        if self.pending[i]:
-            self.pending[i] = False
+        if not self.drawn[i]:  # the first gap, known to be at least 2
+            self.drawn[i] = 1
             u = ((self.keys[i] >> 11) + 1) * 2.0**-53
             nxt = max(2, int(math.log(u) / self.log_qs[i]))
         while nxt < index:
@@ -193,6 +182,11 @@ class _Tool:
             return True
         self.nexts[i] = nxt
         return False
+
+
+def _threshold(q: float) -> int:
+    """The least key whose uniform ``((key >> 11) + 1) * 2**-53`` is above ``q``."""
+    return int(q * 2.0**53) << 11
 
 
 class FaultPlan:
@@ -224,10 +218,10 @@ class FaultPlan:
                 rules = [_Compiled(r) for r in self.rules if r.applies_to(spec)]
                 static = self._static.by_tool[key] = (
                     rules,
-                    [key_of(c.rule.id, spec.name) for c in rules],
                     [c.log_q for c in rules],
-                    [max(0.0, 1.0 - c.probability) for c in rules],
-                    [max(0.0, 1.0 - c.probability) ** 2 for c in rules],
+                    [(key_of(c.rule.id, spec.name), -1, -1) if c.probability >= 1.0 else
+                     (key_of(c.rule.id, spec.name), _threshold(1.0 - c.probability),
+                      _threshold((1.0 - c.probability) ** 2)) for c in rules],
                 )
             compiled = _Tool(self._key, static)
             self._by_tool[spec.name] = compiled

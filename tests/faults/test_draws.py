@@ -14,7 +14,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from simforge.faults.plan import _Compiled, _Tool, key_of, uniform
+from simforge.faults.plan import _Compiled, _threshold, _Tool, key_of, uniform
 from simforge.faults.rules import FaultRule
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,7 +31,9 @@ class Schedule:
 
     def __init__(self, p: float, seed: int, tool: str = "t") -> None:
         c = compiled(p)
-        self.tool = _Tool(key_of(seed, "rule"), ([c], [key_of("r", tool)], [c.log_q], [1 - p], [(1 - p) ** 2]))
+        pair = key_of("r", tool)
+        once = (pair, -1, -1) if p >= 1 else (pair, _threshold(1 - p), _threshold((1 - p) ** 2))
+        self.tool = _Tool(key_of(seed, "rule"), ([c], [c.log_q], [once]))
 
     def fires(self, index: int) -> bool:
         return self.tool.nexts[0] <= index and self.tool.fires(0, index)
@@ -121,3 +123,8 @@ def test_the_schedule_is_the_same_in_another_process_under_another_hash_seed():
     assert here == there
     assert any(any(f) for f in here["0/get_customer"])
     assert here["0/get_customer"] != here["1/get_customer"]
+
+
+@given(key=st.integers(0, 2**64 - 1), q=st.floats(0.0, 1.0))
+def test_a_keys_threshold_is_its_uniform_compared_with_the_probability(key, q):
+    assert (key >= _threshold(q)) == (((key >> 11) + 1) * 2.0**-53 > q)
