@@ -8,7 +8,8 @@ Each round runs one fresh interpreter per tree (the order alternating), with tha
 over in rotating order, simpy's process per call (``kernel.bare_simpy``, the in-process
 baseline) and 1,000 ``Session.step`` reads of a fresh session three ways: no fault plan (the
 lean call), the realistic plan of 50 rules (``faults.realistic_rules``), and a latency rule that
-fires on every call (every call a staged call). It prints the medians of CPU time per call
+fires on every call (every call a staged call); and the kernel benchmark's realistic mix (60 short
+episodes, a new session each, ``faults.mix_chunk``) with no plan and with the realistic plan. It prints the medians of CPU time per call
 (``time.process_time``, the collector off while timing) and the ratio of AFTER to BEFORE per
 round, with the range over rounds.
 """
@@ -25,8 +26,8 @@ import sys
 CHILD = r"""
 import gc, json, statistics, sys, time
 sys.path.insert(0, "benchmarks")
-from faults import profile_of, realistic_rules
-from kernel import PACK, bare_simpy
+from faults import mix_chunk, profile_of, realistic_rules
+from kernel import MIX_PACK, MIX_ROWS, PACK, bare_simpy, mix_plan
 from simforge.sim import CallRequest, Session
 
 EVERY_CALL = [{"id": "slow", "fault": {"kind": "latency", "multiplier": 2.0},
@@ -47,13 +48,25 @@ def reads(profile):
     gc.enable()
     return elapsed / len(CALLS)
 
+MIX_PACK.base(0, MIX_ROWS)
+EPISODES = mix_plan(60)
+MIXES = {"mix lean": None, "mix realistic": PROFILES["realistic"]}
+
+def measure(name):
+    if name == "simpy":
+        return bare_simpy(1000)
+    if name in MIXES:
+        return mix_chunk(MIXES[name], EPISODES, 0)
+    return reads(PROFILES[name])
+
 reads(None)
 reads(PROFILES["staged"])
-times = {"simpy": [], **{name: [] for name in PROFILES}}
+mix_chunk(MIXES["mix realistic"], EPISODES[:10], 0)
+times = {"simpy": [], **{name: [] for name in PROFILES}, **{name: [] for name in MIXES}}
 for r in range(6):
     names = list(times)
     for name in names[r % len(names):] + names[:r % len(names)]:
-        times[name].append(bare_simpy(1000) if name == "simpy" else reads(PROFILES[name]))
+        times[name].append(measure(name))
 print(json.dumps({name: statistics.median(v) for name, v in times.items()}))
 """
 
@@ -79,7 +92,7 @@ def main() -> None:
     print(f"CPU time per call; median (range) over {args.rounds} rounds\n")
     print("| call | before us | after us | after / before | before x simpy | after x simpy |")
     print("|---|---:|---:|---:|---:|---:|")
-    for kind in ("lean", "realistic", "staged"):
+    for kind in ("lean", "realistic", "staged", "mix lean", "mix realistic"):
         cells = []
         for name in trees:
             us = [run[kind] * 1e6 for run in runs[name]]
@@ -90,10 +103,12 @@ def main() -> None:
             x = [run[kind] / run["simpy"] for run in runs[name]]
             cells.append(f"{statistics.median(x):.2f} ({min(x):.2f}-{max(x):.2f})")
         print(f"| {kind} | " + " | ".join(cells) + " |")
-    for name in trees:
-        over = [100 * (run["realistic"] / run["lean"] - 1) for run in runs[name]]
-        print(f"\nrealistic plan overhead, {name}: {statistics.median(over):+.1f}% "
-              f"({min(over):+.1f}% to {max(over):+.1f}%)", end="")
+    for plan, lean, where in (("realistic", "lean", "sessions of 1,000 reads"),
+                              ("mix realistic", "mix lean", "the realistic mix")):
+        for name in trees:
+            over = [100 * (run[plan] / run[lean] - 1) for run in runs[name]]
+            print(f"\nrealistic plan overhead on {where}, {name}: {statistics.median(over):+.1f}% "
+                  f"({min(over):+.1f}% to {max(over):+.1f}%)", end="")
     print()
 
 

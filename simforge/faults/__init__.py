@@ -1,6 +1,7 @@
 """Faults: the perturbation kinds, rules and profiles, seeded fault plans, background load and
 drift."""
 
+from simforge.faults.effects import Wrapper
 from simforge.faults.kinds import FaultKind
 from simforge.faults.library import (
     FaultConfigError,
@@ -25,6 +26,7 @@ __all__ = [
     "FaultRule",
     "Target",
     "When",
+    "Wrapper",
     "builtin_profiles",
     "describe_kinds",
     "resolve_profile",

@@ -17,15 +17,13 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from simforge.faults.kinds import FaultKind, Rejecting, Rng, Stage, Where
+from simforge.faults.effects import Wrapper
+from simforge.faults.kinds import FaultKind, Refuse, Rejecting, Rng, Stage, Where
 from simforge.tools.errors import ToolError
-
-if TYPE_CHECKING:
-    from simforge.faults.effects import CallFaults
 
 REFRESH_TOOL = "refresh_session"
 
@@ -48,11 +46,13 @@ class TokenExpiry(FaultKind):
         expires = state.setdefault("expires_at", self.after)
         return {} if now >= expires else None
 
-    def add_to(self, fx: CallFaults, params: dict[str, Any]) -> None:
-        fx.reject_with(ToolError(
+    wrapper: ClassVar[type[Wrapper] | None] = Refuse
+
+    def refusal(self, params: dict[str, Any]) -> ToolError:
+        return ToolError(
             401, "token_expired",
             f"the session token has expired; call {self.tool} to get a new one, then retry",
-        ))
+        )
 
     def refreshed(self, state: dict[str, Any], now: float) -> float:
         """The refresh tool was called: the next expiry."""

@@ -1,15 +1,17 @@
 """The fault kinds of the network and the service: small typed classes, each with the
 parameters a scenario can set, each a wrapper around one stage of a call.
 
-A kind says at which stage it acts and overrides that stage's hook (see
-:class:`simforge.faults.effects.CallFaults`, the decisions for one call): ``reject`` answers an
-error before the tool runs; ``latency`` changes the latency draw; ``hang`` holds the call to
-its deadline; ``handler`` changes how the handler's reads and writes land; ``result`` rewrites
-what comes back; ``wire`` corrupts the bytes of the answer (:mod:`simforge.faults.wire`);
-``surface`` changes the tools an episode offers (:mod:`simforge.faults.surface`). A kind's
-:meth:`FaultKind.add_to` is the hook: what a fired fault adds to the call's decisions. Kinds
-that only make sense for writes (``write_lag``, ``duplicate_effect``, ``silent_noop``) or reads
-(``stale_read``, ``partial_result``) restrict the rule to that tool kind by themselves.
+A kind says at which stage it acts, and its :attr:`FaultKind.wrapper` (a
+:class:`~simforge.faults.effects.Wrapper`) overrides that stage's hook of the call's stages
+(:data:`~simforge.faults.effects.HOOKS`): ``reject`` answers an error at the gateway, before the
+tool is reached (``gateway``); ``capacity`` changes the tool's slots; ``latency`` changes the
+latency draw (``draw``); ``hang`` holds the call to its deadline or drops it (``serve``);
+``handler`` changes how the handler's reads and writes land (``invoke``); ``result`` rewrites
+what comes back (``answer``); ``wire`` corrupts the bytes of the answer (``deliver``,
+:mod:`simforge.faults.wire`); ``surface`` changes the tools an episode offers
+(:mod:`simforge.faults.surface`), not a call. Kinds that only make sense for writes
+(``write_lag``, ``duplicate_effect``, ``silent_noop``) or reads (``stale_read``,
+``partial_result``) restrict the rule to that tool kind by themselves.
 
 Kinds are registered in :mod:`simforge.faults.registry` (the built-ins, then the entry-point
 group ``simforge.faults`` for third parties).
@@ -17,24 +19,25 @@ group ``simforge.faults`` for third parties).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from simforge.faults.effects import FaultedCall, Hooks, Wrapper
 from simforge.faults.transforms import drift, inject, partial
 from simforge.tools.errors import ToolError
 from simforge.tools.spec import Constant, LatencyModel
 
 if TYPE_CHECKING:
-    from simforge.faults.effects import CallFaults
     from simforge.tools.spec import ToolSpec
     from simforge.world.store import World
 
-Stage = Literal["reject", "latency", "hang", "handler", "result", "wire", "surface"]
+Stage = Literal["reject", "capacity", "latency", "hang", "handler", "result", "wire", "surface"]
 Rng = Callable[[], random.Random]
 """The call's fault stream, seeded only when a fault needs randomness (seeding costs ~10 us)."""
 
@@ -67,6 +70,11 @@ def status_body(status: int, message: str | None = None) -> tuple[str, str]:
     return code, message or default
 
 
+def timeout_error(tool: str, timeout: float | None) -> ToolError:
+    """What the client reports when a call does not answer within its deadline."""
+    return ToolError(504, "timeout", f"{tool} did not answer within {timeout or 0:g} s")
+
+
 class FaultKind(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -87,16 +95,20 @@ class FaultKind(BaseModel):
         """Whether a retry can succeed (validators use it to judge recovery)."""
         return self.transient
 
-    def add_to(self, fx: CallFaults, params: dict[str, Any]) -> None:
-        """The hook: what this fault, fired on a call, adds to the call's decisions. The
-        default is the stage's usual one: a ``result`` kind rewrites the result (:meth:`apply`),
-        a ``wire`` kind corrupts the answer's bytes."""
-        if self.stage == "result":
-            fx.results.append(self)
-        elif self.stage == "wire":
-            fx.wire = fx.wire or self
-        else:
-            raise NotImplementedError(f"{type(self).__name__} does not say what it does")
+    wrapper: ClassVar[type[Wrapper] | None] = None
+    """The wrapper a fired fault of this kind puts around the call's stages: a
+    :class:`~simforge.faults.effects.Wrapper` that overrides its stage's hook. A ``result`` kind
+    may leave it unset and write :meth:`apply` (its wrapper is :class:`Rewrite`)."""
+
+    def wrap(self, inner: Hooks, call: FaultedCall, params: dict[str, Any]) -> Wrapper:
+        """This fault, fired on a call, around the call's stages (or an earlier rule's
+        wrapper): ``params`` are what a gated kind fired with."""
+        cls = type(self).wrapper
+        if cls is None:
+            if self.stage != "result":
+                raise NotImplementedError(f"{type(self).__name__} has no wrapper")
+            cls = Rewrite
+        return cls(inner, call, self, params)
 
     def gate(self, state: dict[str, Any], tool: str, now: float) -> dict[str, Any] | None:
         """For a ``gated`` kind: ``None`` to hold back, else the parameters it fires with.
@@ -108,14 +120,170 @@ class FaultKind(BaseModel):
         return result
 
 
+class Refuse(Wrapper):
+    """A ``reject`` kind's wrapper: the gateway refuses the call with the kind's error
+    (:meth:`Rejecting.refusal`) unless an earlier rule's refusal already did."""
+
+    __slots__ = ()
+
+    def gateway(self, tool: Any, out: Any) -> ToolError | None:
+        earlier = self.inner.gateway(tool, out)
+        if earlier is not None:
+            return earlier
+        fault: Any = self.fault
+        return fault.refusal(self.params)
+
+
+class Slow(Wrapper):
+    """A ``latency`` kind's wrapper: the drawn latency, changed by the kind's :meth:`delay`."""
+
+    __slots__ = ()
+
+    def draw(self, tool: Any, out: Any) -> tuple[float, ToolError | None]:
+        latency, natural = self.inner.draw(tool, out)
+        fault: Any = self.fault
+        return fault.delay(latency, self.call.rng), natural
+
+
+class Rewrite(Wrapper):
+    """A ``result`` kind's wrapper: the result, rewritten by the kind's :meth:`FaultKind.apply`
+    after the rewrites of earlier rules."""
+
+    __slots__ = ()
+
+    def answer(self, result: Any, where: Where) -> Any:
+        return self.fault.apply(self.inner.answer(result, where), self.call.rng, where)
+
+
+class Hang(Wrapper):
+    """A timeout's wrapper: instead of answering, the call holds until its deadline (the
+    session's call timeout, or the fault's ``after`` seconds from the call's start) and the
+    client reports a timeout; with ``effect: applied`` the server did the work."""
+
+    __slots__ = ()
+
+    def serve(
+        self, stages: Any, top: Any, tool: Any, out: Any, latency: float,
+        natural: ToolError | None, deadline: float | None, timeout: float | None,
+    ) -> Generator[Any, Any, bool]:
+        fault: Any = self.fault
+        env = stages.session.env
+        if timeout is None or deadline is None:
+            timeout = fault.after
+            deadline = out.started_at + fault.after
+        yield env.timeout(max(0.0, deadline - env.now))
+        stages.drop(tool, out, top, natural, fault.effect, timeout_error(tool.name, timeout))
+        return False
+
+
+class Drop(Wrapper):
+    """A connection reset's wrapper: the latency passes, then the connection drops instead of
+    the answer; with ``effect: applied`` the server did the work."""
+
+    __slots__ = ()
+
+    def serve(
+        self, stages: Any, top: Any, tool: Any, out: Any, latency: float,
+        natural: ToolError | None, deadline: float | None, timeout: float | None,
+    ) -> Generator[Any, Any, bool]:
+        fault: Any = self.fault
+        yield stages.session.env.timeout(latency)
+        stages.drop(tool, out, top, natural, fault.effect,
+                    ToolError(0, "connection_reset", "connection reset by peer"))
+        return False
+
+
+class Stale(Wrapper):
+    """A stale read's wrapper: the handler reads the world as of ``lag`` seconds ago (the
+    largest lag of the call's stale reads)."""
+
+    __slots__ = ()
+
+    def invoke(self, tool: Any, ctx: Any, args: Any) -> Any:
+        fault: Any = self.fault
+        as_of = ctx.now - fault.lag
+        if ctx.read_as_of is None or as_of < ctx.read_as_of:
+            ctx.read_as_of = as_of
+        return self.inner.invoke(tool, ctx, args)
+
+
+class Lag(Wrapper):
+    """Write lag's wrapper: the handler's writes are taken back at once (the agent is told
+    they succeeded) and land ``lag`` seconds later, committed to the session
+    (``Session.commit_later``: they land when the episode ends, if that comes first)."""
+
+    __slots__ = ()
+
+    def invoke(self, tool: Any, ctx: Any, args: Any) -> Any:
+        world = ctx.world
+        snapshot = world.snapshot()
+        try:
+            result = self.inner.invoke(tool, ctx, args)
+        except ToolError:
+            world.restore(snapshot)
+            raise
+        written = world.log_since(snapshot.log_length)
+        world.restore(snapshot)
+        if written:
+            self._later(world, written)
+        return result
+
+    def _later(self, world: Any, written: list[Any]) -> None:
+        session = self.call.stages.session
+        env = session.env
+        lag: float = self.fault.lag  # type: ignore[attr-defined]
+
+        def put(now: float) -> None:
+            for version in written:
+                world.put(version.entity, version.id, version.row, now=now)
+
+        key = session.commit_later(env.now + lag, put)
+
+        def land() -> Generator[Any, Any, None]:
+            yield env.timeout(lag)
+            session.land(key)
+
+        env.process(land())
+
+
+class Duplicate(Wrapper):
+    """A duplicate effect's wrapper: the handler runs twice (a retried delivery); a second
+    delivery that fails on its own leaves the first one standing."""
+
+    __slots__ = ()
+
+    def invoke(self, tool: Any, ctx: Any, args: Any) -> Any:
+        result = self.inner.invoke(tool, ctx, args)
+        with contextlib.suppress(ToolError):
+            self.inner.invoke(tool, ctx, args)
+        return result
+
+
+class Noop(Wrapper):
+    """A silent no-op's wrapper: the handler answers, and its writes are taken back."""
+
+    __slots__ = ()
+
+    def invoke(self, tool: Any, ctx: Any, args: Any) -> Any:
+        world = ctx.world
+        snapshot = world.snapshot()
+        try:
+            return self.inner.invoke(tool, ctx, args)
+        finally:
+            world.restore(snapshot)
+
+
 class Rejecting(FaultKind):
     """A kind that answers one fixed error instead of the result (built once per rule)."""
+
+    wrapper: ClassVar[type[Wrapper] | None] = Refuse
 
     def error(self) -> ToolError:
         raise NotImplementedError
 
-    def add_to(self, fx: CallFaults, params: dict[str, Any]) -> None:
-        fx.reject_with(_error_of(self))
+    def refusal(self, params: dict[str, Any]) -> ToolError:
+        """The error the gateway answers (``params``: what a gated kind fired with)."""
+        return _error_of(self)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -130,24 +298,20 @@ class Timeout(FaultKind):
     the agent gets a timeout; ``effect: applied`` means the write happened anyway."""
 
     stage: ClassVar[Stage] = "hang"
+    wrapper: ClassVar[type[Wrapper] | None] = Hang
     kind: Literal["timeout"] = "timeout"
     after: float = Field(30.0, gt=0)
     effect: Literal["applied", "dropped"] = "dropped"
-
-    def add_to(self, fx: CallFaults, params: dict[str, Any]) -> None:
-        fx.hang = fx.hang or self
 
 
 class Latency(FaultKind):
     """A slow call: the drawn latency times ``multiplier``, plus a delay drawn from ``add``."""
 
     stage: ClassVar[Stage] = "latency"
+    wrapper: ClassVar[type[Wrapper] | None] = Slow
     kind: Literal["latency"] = "latency"
     multiplier: float = Field(1.0, ge=0)
     add: LatencyModel = Field(default_factory=lambda: Constant(seconds=0.0))
-
-    def add_to(self, fx: CallFaults, params: dict[str, Any]) -> None:
-        fx.latencies.append(self)
 
     def delay(self, latency: float, rng: Rng) -> float:
         value = latency * self.multiplier
@@ -194,23 +358,23 @@ class RateLimit(FaultKind):
         bucket[0] = tokens
         return {"retry_after": round((1.0 - tokens) / self.per_second, 6)}
 
-    def add_to(self, fx: CallFaults, params: dict[str, Any]) -> None:
+    wrapper: ClassVar[type[Wrapper] | None] = Refuse
+
+    def refusal(self, params: dict[str, Any]) -> ToolError:
         wait = params["retry_after"]
-        fx.reject_with(ToolError(
+        return ToolError(
             429, "rate_limited", f"rate limit exceeded; retry after {wait:.3g} s",
             retry_after=wait,
-        ))
+        )
 
 
 class ConnectionReset(FaultKind):
     """The connection drops before an answer; ``effect: applied`` means the write landed."""
 
     stage: ClassVar[Stage] = "hang"
+    wrapper: ClassVar[type[Wrapper] | None] = Drop
     kind: Literal["connection_reset"] = "connection_reset"
     effect: Literal["applied", "dropped"] = "dropped"
-
-    def add_to(self, fx: CallFaults, params: dict[str, Any]) -> None:
-        fx.reset = fx.reset or self
 
 
 class EmptyResponse(FaultKind):
@@ -248,8 +412,7 @@ class StaleRead(FaultKind):
     kind: Literal["stale_read"] = "stale_read"
     lag: float = Field(60.0, gt=0)
 
-    def add_to(self, fx: CallFaults, params: dict[str, Any]) -> None:
-        fx.read_lag = max(fx.read_lag or 0.0, self.lag)
+    wrapper: ClassVar[type[Wrapper] | None] = Stale
 
 
 class WriteLag(FaultKind):
@@ -260,8 +423,7 @@ class WriteLag(FaultKind):
     kind: Literal["write_lag"] = "write_lag"
     lag: float = Field(30.0, gt=0)
 
-    def add_to(self, fx: CallFaults, params: dict[str, Any]) -> None:
-        fx.write_lag = max(fx.write_lag or 0.0, self.lag)
+    wrapper: ClassVar[type[Wrapper] | None] = Lag
 
 
 class SchemaDrift(FaultKind):
@@ -292,8 +454,7 @@ class DuplicateEffect(FaultKind):
     transient: ClassVar[bool] = False
     kind: Literal["duplicate_effect"] = "duplicate_effect"
 
-    def add_to(self, fx: CallFaults, params: dict[str, Any]) -> None:
-        fx.duplicate = True
+    wrapper: ClassVar[type[Wrapper] | None] = Duplicate
 
 
 class SilentNoop(FaultKind):
@@ -304,8 +465,7 @@ class SilentNoop(FaultKind):
     transient: ClassVar[bool] = False
     kind: Literal["silent_noop"] = "silent_noop"
 
-    def add_to(self, fx: CallFaults, params: dict[str, Any]) -> None:
-        fx.noop = True
+    wrapper: ClassVar[type[Wrapper] | None] = Noop
 
 
 class Outage(Rejecting):

@@ -1,31 +1,36 @@
 """The FaultPlan: for each call, which rules fire, decided from keyed draws.
 
-Each (rule, tool) pair has its own stream, seeded from ``(session seed, rule id, tool)``; the
-decision for the k-th call to that tool is the k-th number of that stream. Every call to a tool
-draws from each of its rules' streams, in call order, whether or not the rule's window or
-argument predicate applies, so the number belongs to ``(seed, rule, tool, call index)`` alone:
-the schedule of one tool does not shift when the agent calls another tool more or less often,
-and the same seed with the plan switched off is the paired baseline. A draw costs about 50 ns
-(a hash per decision would cost a microsecond); a ``random.Random`` for a fault's own parameters
-is only created when it fires.
+Whether a rule fires on the k-th call to a tool is a function of ``(session seed, rule id, tool,
+k)`` alone: the schedule of one tool does not shift when the agent calls another tool more or
+less often, a rule ablated alone fires exactly where it fired among the others, and the same
+seed with the plan switched off is the paired baseline. A rule's draw is ``u < probability``
+and ``window``/argument predicates are checked only after it, so they never move a draw.
+
+The draws are counter-based (:func:`uniform`): splitmix64's finaliser over integers, the
+session seed's and each (rule, tool) pair's worked out once, then nothing but integer
+arithmetic. Deciding every call from its own uniform is Bernoulli(p) per call; the plan walks
+the same independent Bernoulli sequence by its gaps instead (the number of calls to the next
+firing is geometric, drawn from the j-th uniform of the pair), so a call that no rule's next
+firing has reached costs one comparison, and a rule costs a draw only when it fires. No
+``random.Random`` is seeded per key: stable across processes and Python versions and
+unaffected by hash randomisation, as the string-seeded streams it replaces, at a fraction of
+their cost on a tool's first call (issue 24: short episodes pay that on most calls).
 
 What a rule needs to be checked against a tool (whether it applies at all, its window, its
-argument predicates, its parameters) depends on the profile and the tool alone, so it is worked
-out once per profile and tool and shared by every session that plays the profile
-(:func:`_static_of`); a session adds only the streams. Seeding those streams is what is left
-of a plan's cost on a tool's first call in a session (a Mersenne Twister's state per rule and
-tool, a few microseconds each), which short episodes that call many tools once or twice pay on
-most calls: see BENCHMARKS.md's fault plans on the realistic mix.
+argument predicates, its parameters, its key) depends on the profile and the tool alone, so it
+is worked out once per profile and tool and shared by every session that plays the profile
+(:func:`_static_of`); a session adds only its seed's key and each pair's position.
 """
 
 from __future__ import annotations
 
-import random
+import hashlib
+import math
 import weakref
-from collections.abc import Callable
 from typing import Any
 
-from simforge.faults.effects import CallFaults
+from simforge.faults.data import TokenExpiry
+from simforge.faults.effects import FaultedCall
 from simforge.faults.rules import FaultProfile, FaultRule, When
 from simforge.tools.spec import ToolSpec
 from simforge.trace.episode import InjectedFault, trusted
@@ -34,16 +39,49 @@ _ALWAYS_OPEN = When()
 _record = trusted(InjectedFault)
 _NO_PARAMS: dict[str, Any] = {}  # the parameters a fault adds to its rule's: most add none
 
+_M64 = (1 << 64) - 1
+_GAMMA = 0x9E3779B97F4A7C15  # splitmix64's increment: 2**64 over the golden ratio
+
+
+def _mix(x: int) -> int:
+    """splitmix64's finaliser: a bijection of 64-bit integers that scatters nearby inputs."""
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9 & _M64
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EB & _M64
+    return x ^ (x >> 31)
+
+
+def key_of(*parts: object) -> int:
+    """A 64-bit key from text (a seed, a rule id, a tool name): BLAKE2b, stable across processes
+    and hash seeds. Worked out once per session or per profile and tool, never per call."""
+    text = "\x1f".join(str(p) for p in parts).encode()
+    return int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "little")
+
+
+def seed_key(seed: int) -> int:
+    """The session seed's key: splitmix64 of the seed itself when it is a 64-bit integer (most
+    seeds: no hashing per session), else of its text's BLAKE2b."""
+    if 0 <= seed <= _M64:
+        return _mix((seed + _GAMMA) & _M64)
+    return _mix(key_of(seed, "rule"))
+
+
+def uniform(key: int, counter: int) -> float:
+    """The ``counter``-th uniform of stream ``key``, in (0, 1]: splitmix64 at that position."""
+    return ((_mix((key + (counter + 1) * _GAMMA) & _M64) >> 11) + 1) * 2.0**-53
+
 
 class _Compiled:
     """A rule as it is checked against one tool: which checks it needs at all. Shared by every
-    session of the profile; the stream it draws from is the session's."""
+    session of the profile; where a session is in the rule's schedule is the session's."""
 
-    __slots__ = ("args", "fault", "gated", "kind", "params", "probability", "rule", "when")
+    __slots__ = ("args", "fault", "gated", "kind", "log_q", "params", "probability", "rule",
+                 "when")
 
     def __init__(self, rule: FaultRule) -> None:
         self.rule = rule
         self.probability = rule.probability
+        self.log_q = math.log1p(-rule.probability) if rule.probability < 1.0 else 0.0
+        """``log(1 - p)``: the gap to the next firing is ``floor(log(u) / log_q)``."""
         self.when = None if rule.when == _ALWAYS_OPEN else rule.when
         self.args = rule.target if rule.target.args else None
         self.fault = rule.fault
@@ -53,16 +91,25 @@ class _Compiled:
         """Whether the rule, once drawn and open, still asks its kind whether it fires."""
 
 
+_PerTool = tuple[list[_Compiled], list[float], list[tuple[int, int, int]]]
+"""A tool's rules, each rule's ``log(1 - p)``, and each (rule, tool) pair's key with the least
+keys that fire on call 0 and on call 1 (``-1``: every call)."""
+
+
 class _Static:
     """What a profile's rules are against each tool, shared by every session of the profile."""
 
-    __slots__ = ("by_tool", "rules", "surface_rules")
+    __slots__ = ("by_tool", "rules", "surface_rules", "view_rules")
 
     def __init__(self, profile: FaultProfile) -> None:
         live = [r for r in profile.rules if r.probability > 0]
         self.rules = [r for r in live if r.fault.stage != "surface"]
         self.surface_rules = [r for r in live if r.fault.stage == "surface"]
-        self.by_tool: dict[tuple[str, str, tuple[str, ...]], list[_Compiled]] = {}
+        self.view_rules = [r for r in profile.rules
+                           if r.fault.stage == "surface" or isinstance(r.fault, TokenExpiry)]
+        """The rules that change the episode's tools (surface kinds, and the refresh tool of
+        a token that expires): :func:`~simforge.faults.surface.build_view` reads these."""
+        self.by_tool: dict[tuple[str, str, tuple[str, ...]], _PerTool] = {}
         """The rules that can hit a tool, by what ``applies_to`` reads of it (name, kind,
         entities)."""
 
@@ -81,8 +128,65 @@ def _static_of(profile: FaultProfile) -> _Static:
     return static
 
 
-_Entry = tuple[Callable[[], float] | None, float, _Compiled]
-"""A compiled rule as the per-call loop reads it: ``(draw, probability, rule)``."""
+class _Tool:
+    """A tool's rules in one session, in rule order: for each, the index of the tool's next
+    call it fires on (``-1``: every call), its key and how many of its uniforms it has used;
+    and the first call any of them fires on, so that calls before it are decided by one
+    comparison.
+
+    A rule's first gap ``floor(log(u) / log(1 - p))``, ``u`` the top 53 bits of its key, is only
+    worked out when it matters: it is 0 if ``u > 1 - p``, 1 if ``u > (1 - p) ** 2`` (integer
+    comparisons of the key, thresholds worked out once per profile), else at least 2, and then
+    the logarithm waits until the tool's third call (``drawn`` still 0), which most tools of a
+    short episode never get."""
+
+    __slots__ = ("compiled", "drawn", "keys", "log_qs", "next", "nexts")
+
+    def __init__(self, seed: int, static: _PerTool) -> None:
+        self.compiled, self.log_qs, thresholds = static
+        keys: list[int] = []
+        nexts: list[int] = []
+        for pair, once, twice in thresholds:
+            # _mix(seed ^ pair), inlined: a tool's first call in a short episode pays this per
+            # rule
+            x = seed ^ pair
+            x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9 & _M64
+            x = (x ^ (x >> 27)) * 0x94D049BB133111EB & _M64
+            x ^= x >> 31
+            keys.append(x)
+            nexts.append(-1 if once < 0 else 0 if x >= once else 1 if x >= twice else 2)
+        self.keys, self.nexts = keys, nexts
+        self.drawn = [0 if n == 2 else 1 for n in nexts]
+        self.next = min(nexts, default=1 << 62)
+
+    def _gap(self, i: int) -> int:
+        """Calls rule ``i`` skips before its next firing: geometric, from its next uniform."""
+        j = self.drawn[i]
+        self.drawn[i] = j + 1
+        return int(math.log(uniform(self.keys[i], j)) / self.log_qs[i])
+
+    def fires(self, i: int, index: int) -> bool:
+        """Whether rule ``i``'s draw fires on call ``index`` (calls are asked in order; a
+        skipped index, a call answered before the plan was asked, is passed over)."""
+        nxt = self.nexts[i]
+        if nxt < 0:
+            return True
+        if not self.drawn[i]:  # the first gap, known to be at least 2
+            self.drawn[i] = 1
+            u = ((self.keys[i] >> 11) + 1) * 2.0**-53
+            nxt = max(2, int(math.log(u) / self.log_qs[i]))
+        while nxt < index:
+            nxt += 1 + self._gap(i)
+        if nxt == index:
+            self.nexts[i] = nxt + 1 + self._gap(i)
+            return True
+        self.nexts[i] = nxt
+        return False
+
+
+def _threshold(q: float) -> int:
+    """The least key whose uniform ``((key >> 11) + 1) * 2**-53`` is above ``q``."""
+    return int(q * 2.0**53) << 11
 
 
 class FaultPlan:
@@ -91,47 +195,51 @@ class FaultPlan:
     def __init__(self, profile: FaultProfile, seed: int) -> None:
         self.profile = profile
         self.seed = seed
+        self._key = seed_key(seed)
         self._static = _static_of(profile)
         self.rules = self._static.rules
         self.surface_rules = self._static.surface_rules
-        self._by_tool: dict[str, list[_Entry]] = {}
+        self.view_rules = self._static.view_rules
+        self._by_tool: dict[str, _Tool] = {}
         self.state: dict[str, dict[str, Any]] = {}
         """Each gated rule's own state for the session (by rule id): token buckets, tokens."""
 
     def rules_for(self, spec: ToolSpec) -> list[FaultRule]:
-        return [c.rule for _, _, c in self._compiled(spec)]
+        return [c.rule for c in self._compiled(spec).compiled]
 
-    def _compiled(self, spec: ToolSpec) -> list[_Entry]:
-        """The rules that can hit the tool, in rule order, each as ``(draw, probability, rule)``:
-        the loop over them runs on every call, and unpacking a tuple into locals is about half
-        the cost of reading the same three attributes."""
+    def _compiled(self, spec: ToolSpec) -> _Tool:
+        """The rules that can hit the tool, in rule order, each with where the session is in its
+        schedule."""
         compiled = self._by_tool.get(spec.name)
         if compiled is None:
             key = (spec.name, spec.kind, tuple(spec.entities))
             static = self._static.by_tool.get(key)
             if static is None:
-                static = self._static.by_tool[key] = [
-                    _Compiled(r) for r in self.rules if r.applies_to(spec)
-                ]
-            seed, tool = self.seed, spec.name
-            compiled = [
-                (random.Random(f"{seed}\x1frule\x1f{c.rule.id}\x1f{tool}").random
-                 if c.probability < 1.0 else None, c.probability, c)
-                for c in static
-            ]
+                rules = [_Compiled(r) for r in self.rules if r.applies_to(spec)]
+                static = self._static.by_tool[key] = (
+                    rules,
+                    [c.log_q for c in rules],
+                    [(key_of(c.rule.id, spec.name), -1, -1) if c.probability >= 1.0 else
+                     (key_of(c.rule.id, spec.name), _threshold(1.0 - c.probability),
+                      _threshold((1.0 - c.probability) ** 2)) for c in rules],
+                )
+            compiled = _Tool(self._key, static)
             self._by_tool[spec.name] = compiled
         return compiled
 
     def decide(
         self, spec: ToolSpec, call_id: str, call_index: int, args: Any, now: float
-    ) -> CallFaults | None:
+    ) -> FaultedCall | None:
         compiled = self._by_tool.get(spec.name)
         if compiled is None:
             compiled = self._compiled(spec)
-        faults: CallFaults | None = None
-        for draw, probability, c in compiled:
-            # Draw first, always: the k-th number of the stream belongs to the k-th call.
-            if draw is not None and draw() >= probability:
+        if call_index < compiled.next:
+            return None  # no rule's next firing is this call: nothing drawn, nothing fires
+        faults: FaultedCall | None = None
+        nexts = compiled.nexts
+        for i, c in enumerate(compiled.compiled):
+            # Draw first, always: the firing belongs to (seed, rule, tool, call index) alone.
+            if nexts[i] > call_index or not compiled.fires(i, call_index):
                 continue
             if c.when is not None and not c.when.open(now, call_index):
                 continue
@@ -149,7 +257,7 @@ class FaultPlan:
                     continue
                 params = gate or _NO_PARAMS
             if faults is None:
-                faults = CallFaults(f"{self.seed}\x1ffault\x1f{spec.name}\x1f{call_index}")
+                faults = FaultedCall(f"{self.seed}\x1ffault\x1f{spec.name}\x1f{call_index}")
             # built from validated parts, so not validated again (hot path)
             record = _record({
                 "kind": c.kind,
@@ -162,4 +270,5 @@ class FaultPlan:
                 "observed": None,
             })
             faults.add(record, fault, params)
+        compiled.next = min(nexts)
         return faults

@@ -4,7 +4,10 @@ subclass, or a list of them).
 
 Plugins are loaded once, eagerly, when this module is imported (a rule's ``fault`` is a
 discriminated union over every kind, built here), and validated: a subclass of ``FaultKind``
-with a ``kind`` field whose default is its name, a known stage, a name no other kind has. A
+with a ``kind`` field whose default is its name, a known stage, a ``wrapper``
+(:class:`~simforge.faults.effects.Wrapper`) that overrides that stage's hook and no other
+(:data:`~simforge.faults.effects.HOOKS`; a ``result`` kind may write ``apply`` instead), a name
+no other kind has. A
 plugin that fails any of that is a :class:`~simforge.errors.PluginError` naming it.
 """
 
@@ -17,7 +20,8 @@ from pydantic import Field
 
 from simforge.errors import PluginError
 from simforge.faults.data import DATA_KINDS
-from simforge.faults.kinds import NETWORK_KINDS, FaultKind, Stage
+from simforge.faults.effects import HOOKS, Wrapper
+from simforge.faults.kinds import NETWORK_KINDS, FaultKind, Rewrite, Stage
 from simforge.faults.surface import SURFACE_KINDS
 from simforge.faults.wire import WIRE_KINDS
 
@@ -34,7 +38,22 @@ def kind_name(cls: type[FaultKind], where: str) -> str:
     stage = getattr(cls, "stage", None)
     if stage not in _STAGES:
         raise PluginError(f"fault kind {where}: stage {stage!r} is not one of {sorted(_STAGES)}")
+    if stage != "surface":
+        _check_wrapper(cls, str(stage), where)
     return name
+
+
+def _check_wrapper(cls: type[FaultKind], stage: str, where: str) -> None:
+    """A call-stage kind's wrapper overrides its stage's hook, and only that one."""
+    wrapper = cls.wrapper if cls.wrapper is not None else (Rewrite if stage == "result" else None)
+    if not (isinstance(wrapper, type) and issubclass(wrapper, Wrapper)):
+        raise PluginError(f"fault kind {where}: `wrapper` must be a Wrapper subclass that "
+                          f"overrides `{HOOKS[stage]}` (the {stage} stage's hook)")
+    changed = sorted(h for h in HOOKS.values() if getattr(wrapper, h) is not getattr(Wrapper, h))
+    if changed != [HOOKS[stage]]:
+        raise PluginError(f"fault kind {where}: its wrapper {wrapper.__name__} overrides "
+                          f"{changed or 'no hook'}; a {stage} kind's overrides "
+                          f"`{HOOKS[stage]}` alone")
 
 
 def _plugins() -> list[tuple[str, type[FaultKind]]]:

@@ -27,6 +27,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
+from simforge.faults.effects import Wrapper
 from simforge.faults.kinds import FaultKind, Stage
 
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
@@ -34,10 +35,28 @@ Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 _ENV_ONLY_HEADERS = "the result as it is (an in-process agent reads no headers)"
 
 
+class Corrupt(Wrapper):
+    """A wire fault's wrapper: the answer is delivered, then its bytes are what the fault makes
+    of them (an in-process agent gets the error its HTTP library would report), unless an
+    earlier rule's wire fault already has them."""
+
+    __slots__ = ()
+
+    def deliver(self, out: Any, result: Any) -> None:
+        self.inner.deliver(out, result)
+        if out.wire is not None:
+            return
+        wire: Any = self.fault
+        out.wire = wire
+        if not wire.keeps_result:
+            out.error = wire.error(encode(result), self.call.rng())
+
+
 class WireFault(FaultKind):
     """A fault that acts on the answer's bytes (the ``wire`` stage)."""
 
     stage: ClassVar[Stage] = "wire"
+    wrapper: ClassVar[type[Wrapper] | None] = Corrupt
     keeps_result: ClassVar[bool] = False
     """Whether an in-process agent still gets the result (the fault is in headers only)."""
 

@@ -1,15 +1,16 @@
 """One tool call in simulated time, as a short sequence of stages: capacity, latency, the
 handler, the effects on its answer.
 
-:class:`Stages` is the call: one hook per stage (:meth:`~Stages.capacity`, :meth:`~Stages.draw`,
-:meth:`~Stages.respond` with :meth:`~Stages.handle`, :meth:`~Stages.fail`), and
-:meth:`Stages.sequence`, the stages in order as the simpy events a call waits on. A fault plan
-(``session.plan``) is consulted once per call; what fired comes back as a
-:class:`~simforge.faults.effects.CallFaults`, each fault having set what it overrides at one stage
-(:meth:`FaultKind.add_to <simforge.faults.kinds.FaultKind.add_to>`): refuse at the gateway,
-change the latency, hang to the deadline or drop the connection, change how the handler's reads
-and writes land, rewrite the result or its bytes. A fault wraps one stage, the way a transport
-wraps a transport in httpx.
+:class:`Stages` is the call: one hook per stage (:meth:`~Stages.gateway`,
+:meth:`~Stages.capacity`, :meth:`~Stages.draw` for the latency, :meth:`~Stages.serve` for the
+wait for the answer, :meth:`~Stages.invoke` for the handler, :meth:`~Stages.answer` for its
+result, :meth:`~Stages.deliver` for the answer on the wire), and :meth:`Stages.sequence`, the
+stages in order as the simpy events a call waits on. A fault plan (``session.plan``) is
+consulted once per call; each fault that fired is a wrapper around the call's stages
+(:class:`~simforge.faults.effects.Wrapper`) that overrides its stage's hook and hands every other
+to what it wraps, the way a transport wraps a transport in httpx; the call runs on the outermost
+(``fx``): refuse at the gateway, change the latency, hang to the deadline or drop the
+connection, change how the handler's reads and writes land, rewrite the result or its bytes.
 
 The common case of training (no fault, a free slot, an answer before any deadline) is the
 sequence's specialisation (:meth:`Stages.launch`): one timeout for the latency, whose callback is
@@ -21,7 +22,6 @@ surface view, the fault decision.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 from collections import deque
 from collections.abc import Callable, Generator, Sequence
@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import simpy
 from simpy.events import URGENT
 
-from simforge.faults.kinds import Where
+from simforge.faults.kinds import Where, timeout_error
 from simforge.faults.wire import encode
 from simforge.tools.context import ToolContext
 from simforge.tools.errors import ToolError, ToolNotFound
@@ -38,7 +38,7 @@ from simforge.tools.tool import Tool
 from simforge.trace.episode import InjectedFault
 
 if TYPE_CHECKING:
-    from simforge.faults.effects import CallFaults
+    from simforge.faults.effects import Wrapper
     from simforge.sim.session import Session
     from simforge.tools.spec import ToolSpec
 
@@ -173,21 +173,21 @@ REJECT_LATENCY = 0.005
 """Seconds a gateway takes to refuse a call (rate limit, outage): much less than a real call."""
 
 
-def timeout_error(tool: str, timeout: float | None) -> ToolError:
-    return ToolError(504, "timeout", f"{tool} did not answer within {timeout or 0:g} s")
-
-
 class Stages:
     """One call's stages for a session, one hook each, and the order they run in
     (:meth:`sequence`). This is the whole interface of a call: the lean case and the sequence
-    use these hooks and nothing else of the pipeline."""
+    use these hooks and nothing else of the pipeline. The hooks here are the service without
+    faults, the innermost of a faulted call's wrappers (``fx``, the outermost, is what the
+    sequence asks; ``None`` when nothing fired, and then the hooks are these, the lean case
+    calling them directly and :meth:`handle` inlining :meth:`invoke`, :meth:`answer` and
+    :meth:`deliver`)."""
 
     __slots__ = ("session",)
 
     def __init__(self, session: Session) -> None:
         self.session = session
 
-    def launch(self, tool: Tool, out: CallOutcome, fx: CallFaults | None) -> None:
+    def launch(self, tool: Tool, out: CallOutcome, fx: Wrapper | None) -> None:
         """Start a call. The lean case (no fault fired, a free slot, an answer before any
         deadline) is the sequence with nothing to wait on but the latency: its draw now, then
         one timeout whose callback is the answer stage. Everything else is the whole
@@ -227,7 +227,7 @@ class Stages:
         self,
         tool: Tool,
         out: CallOutcome,
-        fx: CallFaults | None,
+        fx: Wrapper | None,
         drawn: tuple[float, ToolError | None] | None = None,
     ) -> Generator[simpy.Event, Any, None]:
         """The call, stage by stage, yielding each event it waits on: the gateway, capacity (up
@@ -236,17 +236,18 @@ class Stages:
         session = self.session
         env = session.env
         name = tool.spec.name
+        hooks = self if fx is None else fx
         # the gateway: a refusal (rate limit, outage) answers in 5 ms, with no slot, no handler
-        if fx is not None and fx.reject is not None:
-            yield env.timeout(REJECT_LATENCY)
-            self.fail(out, fx, fx.reject)
-            return
+        if fx is not None:
+            refusal = fx.gateway(tool, out)
+            if refusal is not None:
+                yield env.timeout(REJECT_LATENCY)
+                self.fail(out, fx, refusal)
+                return
         timeout = session.call_timeout
-        if fx is not None and fx.hang is not None and timeout is None:
-            timeout = fx.hang.after
         deadline = None if timeout is None else out.started_at + timeout
         # capacity: a free slot now, else the queue, given up at the deadline
-        resource = self.capacity(tool.spec)
+        resource = hooks.capacity(tool.spec)
         request = None
         if resource is not None:
             if resource.has_room():
@@ -263,25 +264,14 @@ class Stages:
                 else:
                     yield request
         try:
-            # latency: the tool's draw and its error model, then what the faults make of it
-            latency, natural = drawn if drawn is not None else self.draw(tool, out)
-            if fx is not None:
-                latency = fx.latency(latency)
-                if fx.hang is not None and deadline is not None:
-                    yield env.timeout(max(0.0, deadline - env.now))
-                    self.drop(tool, out, fx, natural, fx.hang.effect,
-                              timeout_error(name, timeout))
-                    return
-                if fx.reset is not None:
-                    yield env.timeout(latency)
-                    self.drop(tool, out, fx, natural, fx.reset.effect,
-                              ToolError(0, "connection_reset", "connection reset by peer"))
-                    return
-            if deadline is not None and env.now + latency > deadline:
-                # the client gives up at the deadline; the server finishes later, unseen, and
+            # latency: the tool's draw and its error model (what the faults make of it)
+            latency, natural = drawn if drawn is not None else hooks.draw(tool, out)
+            # the wait for the answer, then the handler and its effects on the answer
+            late = yield from hooks.serve(self, fx, tool, out, latency, natural, deadline,
+                                          timeout)
+            if late:
+                # the client gave up at the deadline; the server finishes later, unseen, and
                 # only then gives the slot back
-                yield env.timeout(deadline - env.now)
-                self.fail(out, fx, timeout_error(name, timeout))
                 release = None
                 if resource is not None:
                     release = functools.partial(resource.leave, out, request)
@@ -290,19 +280,21 @@ class Stages:
                 )
                 resource = None
                 return
-            yield env.timeout(latency)
-            # the handler (or the error the model drew), and the effects on its answer
-            self.respond(tool, out, fx, natural)
         finally:
             if resource is not None:
                 resource.leave(out, request)
         # the server is done (its slot is free); a slow body is still on its way
-        transfer = self.transfer(out, fx)
+        transfer = self.transfer(out)
         if transfer > 0:
             out.ended_at = env.now + transfer
             yield env.timeout(transfer)
 
-    # -- the stages' hooks ---------------------------------------------------------------------
+    # -- the stages' hooks (what a fault's wrapper overrides: faults/effects.py) ---------------
+
+    def gateway(self, tool: Tool, out: CallOutcome) -> ToolError | None:
+        """A refusal before the tool is reached (rate limit, outage): none without a fault."""
+        return None
+
 
     def capacity(self, spec: ToolSpec) -> Capacity | None:
         """The tool's slots (made on its first call), or ``None`` if it has no limit."""
@@ -340,8 +332,43 @@ class Stages:
             out.faults = [fault]
         return latency, ToolError(model.status, "unavailable", model.message)
 
+    def serve(
+        self,
+        stages: Stages,
+        fx: Wrapper | None,
+        tool: Tool,
+        out: CallOutcome,
+        latency: float,
+        natural: ToolError | None,
+        deadline: float | None,
+        timeout: float | None,
+    ) -> Generator[simpy.Event, Any, bool]:
+        """The wait for the answer: the latency, then the answer stage; or, if the latency
+        runs past the deadline, the client's timeout at the deadline (``True``: the server is
+        still at work, and finishes at the end of the latency)."""
+        env = self.session.env
+        if deadline is not None and env.now + latency > deadline:
+            yield env.timeout(deadline - env.now)
+            stages.fail(out, fx, timeout_error(tool.spec.name, timeout))
+            return True
+        yield env.timeout(latency)
+        stages.respond(tool, out, fx, natural)
+        return False
+
+    def invoke(self, tool: Tool, ctx: ToolContext, args: Any) -> Any:
+        """The handler against the world."""
+        return tool.invoke(ctx, args)
+
+    def answer(self, result: Any, where: Where) -> Any:
+        """The result the handler returned, as the service sends it."""
+        return result
+
+    def deliver(self, out: CallOutcome, result: Any) -> None:
+        """The answer, as it reaches the client."""
+        out.result = result
+
     def respond(
-        self, tool: Tool, out: CallOutcome, fx: CallFaults | None, natural: ToolError | None
+        self, tool: Tool, out: CallOutcome, fx: Wrapper | None, natural: ToolError | None
     ) -> None:
         """The answer at the end of the latency: the error drawn, or the handler's result."""
         if natural is not None:
@@ -349,17 +376,17 @@ class Stages:
         else:
             self.handle(tool, out, fx, record=True)
 
-    def fail(self, out: CallOutcome, fx: CallFaults | None, error: ToolError) -> None:
+    def fail(self, out: CallOutcome, fx: Wrapper | None, error: ToolError) -> None:
         """Answer ``error`` (what fired on the call notes that the agent saw it)."""
         out.fail(error, self.session.env.now)
         if fx is not None:
-            fx.observed(out.error)
+            fx.call.observed(out.error)
 
     def drop(
         self,
         tool: Tool,
         out: CallOutcome,
-        fx: CallFaults,
+        fx: Wrapper,
         natural: ToolError | None,
         effect: str,
         error: ToolError,
@@ -370,9 +397,9 @@ class Stages:
             self.handle(tool, out, fx, record=False)
         self.fail(out, fx, error)
 
-    def transfer(self, out: CallOutcome, fx: CallFaults | None) -> float:
+    def transfer(self, out: CallOutcome) -> float:
         """Seconds a slow body (:class:`~simforge.faults.wire.SlowBody`) takes to arrive."""
-        wire = fx.wire if fx is not None else None
+        wire = out.wire
         if wire is None or not hasattr(wire, "transfer") or out.error is not None:
             return 0.0
         return float(wire.transfer(len(encode(out.result))))
@@ -407,7 +434,7 @@ class Stages:
         self,
         tool: Tool,
         out: CallOutcome,
-        fx: CallFaults | None,
+        fx: Wrapper | None,
         *,
         record: bool,
         now: float | None = None,
@@ -427,21 +454,10 @@ class Stages:
             call_id=out.call_id,
             call_index=out.call_index,
         )
-        snapshot = None
-        if fx is not None:
-            if fx.read_lag is not None:
-                ctx.read_as_of = now - fx.read_lag
-            if fx.changes_writes:
-                snapshot = world.snapshot()
         try:
-            result = tool.invoke(ctx, out.args)
-            if fx is not None and fx.duplicate:
-                # a duplicate delivery that fails on its own leaves the first one standing
-                with contextlib.suppress(ToolError):
-                    tool.invoke(ctx, out.args)
+            # without a fault, :meth:`invoke` (the hook) inlined
+            result = tool.invoke(ctx, out.args) if fx is None else fx.invoke(tool, ctx, out.args)
         except ToolError as exc:
-            if snapshot is not None:
-                world.restore(snapshot)
             if record:
                 self.fail(out, fx, exc)
             return
@@ -450,45 +466,16 @@ class Stages:
             if record:
                 self.fail(out, fx, ToolError(500, "internal_error", "internal server error"))
             return
-        if snapshot is not None and fx is not None:
-            self._divert_writes(snapshot, fx)
         if record:
             if fx is None:
-                out.result = result
+                out.result = result  # :meth:`answer` and :meth:`deliver`, the hooks, inlined
                 out.ended_at = now
                 return
-            if fx.results:
-                result = fx.transform(result, Where(world, tool.spec, now))
-            out.result = result
             out.ended_at = now
-            wire = fx.wire
-            if wire is not None:
-                out.wire = wire
-                if not wire.keeps_result:
-                    out.error = wire.error(encode(result), fx.rng())
-            fx.observed(out.error)
-
-    def _divert_writes(self, snapshot: Any, fx: CallFaults) -> None:
-        """A silent no-op rolls the writes back; write lag rolls them back and lands them later."""
-        world = self.session.world
-        written = world.log_since(snapshot.log_length)
-        world.restore(snapshot)
-        if fx.noop or not written or fx.write_lag is None:
-            return
-        session = self.session
-        env = session.env
-
-        def put(now: float) -> None:
-            for version in written:
-                world.put(version.entity, version.id, version.row, now=now)
-
-        key = session.commit_later(env.now + fx.write_lag, put)
-
-        def land(delay: float) -> Generator[simpy.Event, Any, None]:
-            yield env.timeout(delay)
-            session.land(key)
-
-        env.process(land(fx.write_lag))
+            if fx.call.rewrites:
+                result = fx.answer(result, Where(world, tool.spec, now))
+            fx.deliver(out, result)
+            fx.call.observed(out.error)
 
 
 class StagedCall:
@@ -554,12 +541,13 @@ class CallPipeline:
             if tool is None:
                 outcome.fail(ToolNotFound(tool_name, list(session.tools)), now)
                 return outcome
-        faults = None
+        fx = None
         if session.plan is not None:
             faults = session.plan.decide(tool.spec, outcome.call_id, outcome.call_index, args, now)
             if faults is not None:
                 outcome.faults = faults.records
-        self.stages.launch(tool, outcome, faults)
+                fx = faults.wrap(self.stages)
+        self.stages.launch(tool, outcome, fx)
         return outcome
 
     def _surfaced(

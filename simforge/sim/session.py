@@ -94,9 +94,8 @@ class Session:
         self.surface: SurfaceView | None = None
         """The episode's tools under surface faults (renamed, delayed, distractors, a refresh
         tool); ``None`` when the profile leaves the catalog as it is (the common case)."""
-        if self.plan is not None:
-            self.surface = build_view(tools, faults.rules if faults else [], seed,
-                                      self.plan.state)
+        if self.plan is not None and self.plan.view_rules:
+            self.surface = build_view(tools, self.plan.view_rules, seed, self.plan.state)
             if self.surface is not None:
                 self.tools = self.surface
         for spec in [*background, *(faults.background if faults is not None else ())]:
