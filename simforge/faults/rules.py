@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from simforge import predicates
 from simforge.tools.spec import ToolSpec
 
 if TYPE_CHECKING:
@@ -27,7 +28,8 @@ class _Strict(BaseModel):
 
 class Target(_Strict):
     """Which calls a rule may hit: tool-name globs, tool kind, entity, argument predicates
-    (``args: {amount: {gt: 100}}`` or ``args: {order_id: O-1001}`` for equality)."""
+    (``args: {amount: {gt: 100}}`` or ``args: {order_id: O-1001}`` for equality; the language
+    of :mod:`simforge.predicates`)."""
 
     tools: list[str] = Field(default_factory=lambda: ["*"])
     kind: Literal["read", "write"] | None = None
@@ -42,35 +44,7 @@ class Target(_Strict):
         return not self.entities or bool(set(self.entities) & set(spec.entities))
 
     def matches_args(self, args: Any) -> bool:
-        if not self.args:
-            return True
-        if not isinstance(args, dict):
-            return False
-        return all(_predicate(args.get(name), test) for name, test in self.args.items())
-
-
-_OPS = {
-    "eq": lambda a, b: a == b,
-    "ne": lambda a, b: a != b,
-    "gt": lambda a, b: a is not None and a > b,
-    "ge": lambda a, b: a is not None and a >= b,
-    "lt": lambda a, b: a is not None and a < b,
-    "le": lambda a, b: a is not None and a <= b,
-    "in": lambda a, b: a in b,
-    "not_in": lambda a, b: a not in b,
-    "exists": lambda a, b: (a is not None) == bool(b),
-    "contains": lambda a, b: (isinstance(a, str) and str(b) in a)
-    or (isinstance(a, list | tuple) and b in a),
-}
-
-
-def _predicate(value: Any, test: Any) -> bool:
-    if isinstance(test, dict) and test and set(test) <= set(_OPS):
-        try:
-            return all(_OPS[op](value, arg) for op, arg in test.items())
-        except TypeError:
-            return False
-    return bool(value == test)
+        return predicates.matches(args, self.args)
 
 
 class When(_Strict):

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from simforge.faults.rules import Target
+from simforge.predicates import Predicates
 from simforge.scoring.context import ScoringContext
 from simforge.scoring.matching import answer_states, values_equal
 from simforge.scoring.registry import validator
@@ -183,7 +183,7 @@ def action_sequence(
     ctx: ScoringContext, calls: list[SequenceCall], succeeded: bool = True
 ) -> Verdict:
     """The required calls happen in this order (other calls may come between); each names a
-    tool glob and a subset of its arguments (``Target`` predicates). With ``succeeded``, only
+    tool glob and a subset of its arguments (:mod:`simforge.predicates`). With ``succeeded``, only
     calls that did not fail count. Off by default: most tasks have more than one right path.
     Evidence: the calls ``matched`` and the first ``missing`` one."""
     made = [c for c in ctx.trajectory.tool_calls if not (succeeded and c.failed)]
@@ -191,11 +191,11 @@ def action_sequence(
     position = 0
     missing: dict[str, Any] | None = None
     for want in calls:
-        target = Target(args=want.args)
+        target = Predicates(want.args)
         while position < len(made):
             call = made[position]
             position += 1
-            if fnmatch.fnmatchcase(call.tool, want.tool) and target.matches_args(call.args):
+            if fnmatch.fnmatchcase(call.tool, want.tool) and target.matches(call.args):
                 matched.append(call.call_id)
                 break
         else:

@@ -2,9 +2,10 @@
 ("no order both refunded and shipped", "the ledger matches the refunds").
 
 A declarative rule is ``{name, entity, where, require}``: every row of ``entity`` matching the
-``where`` predicates satisfies the ``require`` predicates (``Target`` semantics). By default only
-rows the episode changed are checked (``scope: changed``): the seed data is not the agent's
-doing, and scanning ten thousand rows per episode would cost more than the whole episode.
+``where`` predicates satisfies the ``require`` predicates (:mod:`simforge.predicates`). By
+default only rows the episode changed are checked (``scope: changed``): the seed data is not
+the agent's doing, and scanning ten thousand rows per episode would cost more than the whole
+episode.
 A rule may instead name a ``check`` that a ``validators/`` plugin registered with
 ``@invariant``, for predicates across entities.
 """
@@ -15,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from simforge.faults.rules import Target
+from simforge.predicates import Predicates
 from simforge.scoring.context import ScoringContext
 from simforge.scoring.registry import INVARIANTS, validator
 from simforge.scoring.verdict import Verdict
@@ -66,8 +67,8 @@ def invariants(ctx: ScoringContext, rules: list[InvariantRule]) -> Verdict:
             violations.extend({"rule": rule.label, **v} for v in INVARIANTS[rule.check](ctx))
             continue
         assert rule.entity is not None
-        where = Target(args=rule.where)
-        require = Target(args=rule.require)
+        where = Predicates(rule.where)
+        require = Predicates(rule.require)
         if rule.scope == "changed":
             if changed is None:
                 changed = _changed_ids(ctx)
@@ -80,7 +81,7 @@ def invariants(ctx: ScoringContext, rules: list[InvariantRule]) -> Verdict:
             rows = list(ctx.world.rows(rule.entity))
         pk = ctx.world.schemas[rule.entity].primary_key
         for row in rows:
-            if where.matches_args(row) and not require.matches_args(row):
+            if where.matches(row) and not require.matches(row):
                 violations.append(
                     {
                         "rule": rule.label,

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from simforge.faults.rules import Target
+from simforge.predicates import Predicates
 from simforge.scoring.context import ScoringContext
 from simforge.scoring.registry import POLICY_CHECKS, validator
 from simforge.scoring.safety import CallRule
@@ -98,7 +98,7 @@ def policy_rules(ctx: ScoringContext, rules: list[PolicyRule]) -> Verdict:
 def _unmet(ctx: ScoringContext, call: ToolCall, require: Requirement) -> list[dict[str, Any]]:
     args = call.args or {}
     out: list[dict[str, Any]] = []
-    if require.args and not Target(args=require.args).matches_args(args):
+    if require.args and not Predicates(require.args).matches(args):
         out.append({"unmet": "args", "expected": require.args})
     if require.fields:
         assert require.entity is not None and require.id_arg is not None
@@ -110,7 +110,7 @@ def _unmet(ctx: ScoringContext, call: ToolCall, require: Requirement) -> list[di
         )
         if row is None:
             out.append({"unmet": "row", "entity": require.entity, "id": row_id})
-        elif not Target(args=require.fields).matches_args(row):
+        elif not Predicates(require.fields).matches(row):
             out.append(
                 {
                     "unmet": "fields",

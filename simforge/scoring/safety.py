@@ -2,7 +2,7 @@
 text an attacker planted in a tool result. Each gates the reward: one violation and the episode
 earns ``gate_value`` however right the end state is.
 
-Calls are matched with :class:`simforge.faults.rules.Target`'s argument predicates (``{amount:
+Calls are matched with the argument predicates of :mod:`simforge.predicates` (``{amount:
 {gt: 500}}``, ``{order_id: O-1}``) so that scenarios use one predicate language for faults and
 for scoring. An attempted call counts even when the tool refused it: a minefield is about what
 the agent tried, not about whether the backend happened to stop it.
@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
-from simforge.faults.rules import Target
+from simforge.predicates import Predicates
 from simforge.scoring.context import ScoringContext
 from simforge.scoring.registry import validator
 from simforge.scoring.verdict import Verdict
@@ -38,23 +38,23 @@ class CallRule(_Params):
     tool: str
     args: dict[str, Any] = Field(default_factory=dict)
     reason: str = ""
-    _target: Target = PrivateAttr()
+    _target: Predicates = PrivateAttr()
 
     def model_post_init(self, context: Any, /) -> None:
-        self._target = Target(args=self.args)
+        self._target = Predicates(self.args)
 
     def matches(self, call: ToolCall) -> bool:
-        return fnmatch.fnmatchcase(call.tool, self.tool) and self._target.matches_args(call.args)
+        return fnmatch.fnmatchcase(call.tool, self.tool) and self._target.matches(call.args)
 
     def matches_args(self, call: ToolCall) -> bool:
         """The argument predicates alone (the tool was matched already)."""
-        return self._target.matches_args(call.args)
+        return self._target.matches(call.args)
 
     def args_test(self) -> Any:
         """``test(args) -> bool`` for the argument predicates, looked up once (a private
         attribute of a pydantic model costs a ``__getattr__`` per access)."""
         target = self._target
-        return target.matches_args if target.args else None
+        return target.matches if target else None
 
 
 class ForbiddenParams(_Params):
