@@ -168,7 +168,7 @@ def _reward(bucket: dict[str, Any]) -> str:
 def real(shared: Path, seeds: int) -> None:
     """The FIDELITY.md tables: per domain and split seed, then every episode learned from,
     then the older tau-bench airline trajectories against a pack of the tau2 ones."""
-    from simforge.synth.fidelity import fidelity, sweep
+    from simforge.audit.fidelity import fidelity, sweep
 
     print(
         "| domain | seed | learned / held out | reads | writes | errors | reward "

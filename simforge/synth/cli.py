@@ -179,7 +179,7 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """Replay every recorded call against the pack and count exact answers."""
-        from simforge.synth.fidelity import fidelity, holdout_ids
+        from simforge.audit.fidelity import fidelity, holdout_ids
         from simforge.synth.pack.files import PackFormatError
 
         try:

@@ -86,7 +86,7 @@ def test_a_tau2_airline_pack_answers_the_older_tau_bench_trajectories(tmp_path):
     """The tau-bench gpt-4o trajectories were recorded against an older schema (``province``
     for ``state``, absent for null); a pack learned from the tau2 traces and the current
     snapshot answers them once the drift is learned (figures in FIDELITY.md)."""
-    from simforge.synth.fidelity import fidelity
+    from simforge.audit.fidelity import fidelity
     from simforge.synth.pipeline import synthesize
 
     shared = shared_data_dir()
@@ -121,7 +121,7 @@ def test_a_tau2_airline_pack_answers_the_older_tau_bench_trajectories(tmp_path):
     "costs 48 of its 62 writes and the writes after them (see FIDELITY.md)",
 )
 def test_the_older_trajectories_reach_the_issue_targets(tmp_path):
-    from simforge.synth.fidelity import fidelity
+    from simforge.audit.fidelity import fidelity
     from simforge.synth.pipeline import synthesize
 
     shared = shared_data_dir()

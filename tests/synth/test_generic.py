@@ -12,9 +12,9 @@ from typing import Any
 import orjson
 import yaml
 
+from simforge.audit.fidelity import replay_gold
 from simforge.synth.entities.bare_ids import discover, prefix_of, singular_noun
 from simforge.synth.entities.catalog import EntityCatalog
-from simforge.synth.fidelity import replay_gold
 from simforge.synth.learn.timing import error_model
 from simforge.synth.pack.files import read_json
 from simforge.synth.pipeline import synthesize

@@ -9,9 +9,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from simforge.audit.fidelity import fidelity
 from simforge.synth.expr.joins import JoinIndex
 from simforge.synth.expr.language import evaluate
-from simforge.synth.fidelity import fidelity
 from simforge.synth.learn.error_conditions import ErrorObservation, holds, learn_errors, render
 from simforge.synth.learn.write_effects import apply_effects, learn_effects, learn_value
 from simforge.synth.pack.files import TOOLS, read_json

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from simforge.synth.fidelity import fidelity, holdout_ids, replay_gold
+from simforge.audit.fidelity import fidelity, holdout_ids, replay_gold
 from simforge.synth.pipeline import synthesize
 
 from ..conftest import shared_data_dir
@@ -218,7 +218,7 @@ _SWEEPS: dict[str, list[dict]] = {}
 def _sweep(domain: str, tmp_path_factory) -> list[dict]:
     """Five split seeds of one tau2 file, each measured on its held-out episodes (cached: the
     tests below read the same sweep)."""
-    from simforge.synth.fidelity import sweep
+    from simforge.audit.fidelity import sweep
 
     shared = shared_data_dir()
     if not shared.is_dir():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from simforge.synth.fidelity import fidelity, reward_agreement
+from simforge.audit.fidelity import fidelity, reward_agreement
 from simforge.synth.pipeline import synthesize
 from simforge.trace.episode import Episode
 

@@ -7,8 +7,8 @@ import json
 import warnings
 
 import simforge
+from simforge.audit.fidelity import fidelity, replay_gold
 from simforge.scenario.plugins import load_pack
-from simforge.synth.fidelity import fidelity, replay_gold
 from simforge.synth.pack.loader import load_synth_pack
 from simforge.synth.pipeline import SynthWarning, synthesize
 

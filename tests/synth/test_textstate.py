@@ -109,7 +109,7 @@ def test_tasks_start_from_their_declared_setup_and_expect_what_changed(tmp_path:
     expected = first["expected"]["state"]["SessionState"]["session"]
     # the signal and the network type it shows came back when airplane mode went off
     assert expected == {"s_status_bar": "📶⁴ Excellent", "s_5g": "5G"}
-    from simforge.synth.fidelity import replay_gold
+    from simforge.audit.fidelity import replay_gold
 
     assert replay_gold(out)["rate"] == 1.0
 

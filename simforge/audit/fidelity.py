@@ -17,7 +17,8 @@ replay is invalid (reward ``None``), is ``unscored``. The replay succeeds when e
 check and gate passes (shapers do not decide success).
 
 Traces of another generation of the same systems are compared through the schema drift learned
-from their shapes (:mod:`.drift`: renamed fields, null versus absent), reported as ``drift``.
+from their shapes (:mod:`simforge.synth.learn.schema_drift`:
+renamed fields, null versus absent), reported as ``drift``.
 
 ``replay_gold`` is the other check: each gold task's own actions, run through a full session,
 reach its expected state (``state_matches`` passes).
@@ -92,7 +93,8 @@ def fidelity(
 ) -> dict[str, Any]:
     """``{"reads", "writes", "errors": {"calls", "exact", "rate"}, "by_tool", "episodes",
     "reward"}`` (and ``"drift"`` when the traces' generation names or omits fields otherwise
-    than the pack's, ``"drift_words"`` when it words refusals otherwise, see :mod:`.drift`);
+    than the pack's, ``"drift_words"`` when it words refusals otherwise, see
+    :mod:`simforge.synth.learn.schema_drift`);
     ``only``: episode ids to measure (the pack's holdout, say); ``drift=False`` compares
     answers as the pack gives them."""
     folder = Path(folder)
