@@ -38,6 +38,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from typing import Any
 
+from simforge.quantiles import quantiles
 from simforge.report import stats
 from simforge.scoring.metrics import pass_hat_k
 
@@ -261,16 +262,17 @@ def flakiness(episodes: list[Episode]) -> dict[str, Any]:
     }
 
 
+DISTRIBUTION_QUANTILES = (0.5, 0.9, 0.99)
+"""The quantiles a report shows of a distribution (:mod:`simforge.quantiles`, the definition
+``simforge ingest`` uses too)."""
+
+
 def distribution(values: list[float]) -> dict[str, float | int | None]:
     if not values:
         return {"n": 0, "mean": None, "p50": None, "p90": None, "p99": None, "max": None}
-    ordered = sorted(values)
-
-    def q(p: float) -> float:
-        return round(ordered[min(len(ordered) - 1, int(p * len(ordered)))], 6)
-
-    return {"n": len(ordered), "mean": round(statistics.fmean(ordered), 6), "p50": q(0.5),
-            "p90": q(0.9), "p99": q(0.99), "max": round(ordered[-1], 6)}
+    p50, p90, p99 = quantiles(values, DISTRIBUTION_QUANTILES) or []
+    return {"n": len(values), "mean": round(statistics.fmean(values), 6), "p50": round(p50, 6),
+            "p90": round(p90, 6), "p99": round(p99, 6), "max": round(max(values), 6)}
 
 
 def call_latencies(episodes: Iterable[Episode]) -> list[float]:

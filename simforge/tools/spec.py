@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from simforge.errors import UsageError, UserError
+from simforge.quantiles import quantiles
 
 
 class _Frozen(BaseModel):
@@ -81,15 +82,11 @@ class Empirical(_Frozen):
 
     @classmethod
     def from_samples(cls, samples: list[float], points: int = 21) -> Empirical:
-        data = sorted(samples)
-        if not data:
+        """``points`` quantiles at probabilities ``0, 1/(points-1), ..., 1`` of the samples
+        (:mod:`simforge.quantiles`)."""
+        qs = quantiles(samples, [k / (points - 1) for k in range(points)])
+        if qs is None:
             raise UsageError("no samples")
-        qs = []
-        for k in range(points):
-            pos = k / (points - 1) * (len(data) - 1)
-            lo = int(pos)
-            hi = min(lo + 1, len(data) - 1)
-            qs.append(data[lo] + (data[hi] - data[lo]) * (pos - lo))
         return cls(quantiles=qs)
 
 

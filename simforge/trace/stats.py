@@ -10,25 +10,18 @@ overlaps another call's.
 
 from __future__ import annotations
 
-import math
 from array import array
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from simforge.quantiles import quantile, quantiles
 from simforge.trace.episode import Episode, ToolCall
 
+__all__ = ["QUANTILES", "ToolStat", "ToolStats", "quantile"]
 
-def quantile(sorted_values: array[float] | list[float], q: float) -> float | None:
-    """Linear-interpolated quantile of already sorted values (numpy's default method)."""
-    n = len(sorted_values)
-    if n == 0:
-        return None
-    pos = (n - 1) * q
-    low = math.floor(pos)
-    high = min(low + 1, n - 1)
-    frac = pos - low
-    return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * frac
+QUANTILES = (0.5, 0.95, 0.99)
+"""The latency quantiles ``simforge ingest`` prints per tool (:mod:`simforge.quantiles`)."""
 
 
 @dataclass
@@ -43,10 +36,10 @@ class ToolStat:
         return self.errors / self.calls if self.calls else 0.0
 
     def quantiles(self) -> dict[str, float | None]:
-        ordered = sorted(self.latencies_ms)
+        values = quantiles(self.latencies_ms, QUANTILES)
         return {
-            f"p{int(q * 100)}_ms": (None if (v := quantile(ordered, q)) is None else round(v, 3))
-            for q in (0.5, 0.95, 0.99)
+            f"p{round(q * 100)}_ms": None if values is None else round(values[i], 3)
+            for i, q in enumerate(QUANTILES)
         }
 
 
