@@ -41,7 +41,10 @@ def quantiles(values: Iterable[float], probs: Sequence[float]) -> list[float] | 
         return [float(data[0])] * len(cuts)
     n = math.lcm(*(c.denominator for c in cuts)) if cuts else 1
     points = [data[0], *statistics.quantiles(data, n=n, method="inclusive"), data[-1]]
-    return [float(points[c.numerator * (n // c.denominator)]) for c in cuts]
+    # statistics' interpolation ``(a * (n - d) + b * d) / n`` can round outside [a, b] (it
+    # underflows for subnormal values): clamp, so that no quantile lies outside the data
+    lo, hi = float(data[0]), float(data[-1])
+    return [min(hi, max(lo, float(points[c.numerator * (n // c.denominator)]))) for c in cuts]
 
 
 def quantile(values: Iterable[float], q: float) -> float | None:
