@@ -21,7 +21,8 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ValidationError
 
-from simforge.errors import PluginError, UserError
+from simforge.errors import UserError
+from simforge.plugins import PLUGINS, Table
 from simforge.scoring.context import ScoringContext
 from simforge.scoring.verdict import Category, Verdict
 from simforge.trace.episode import ToolCall
@@ -83,9 +84,10 @@ class ValidatorDef:
         return self.fn(ctx, **self.parse(params))
 
 
-VALIDATORS: dict[str, ValidatorDef] = {}
-INVARIANTS: dict[str, InvariantFn] = {}
-POLICY_CHECKS: dict[str, PolicyFn] = {}
+VALIDATORS: Table[ValidatorDef] = PLUGINS.validators
+INVARIANTS: Table[InvariantFn] = PLUGINS.invariants
+POLICY_CHECKS: Table[PolicyFn] = PLUGINS.policy_checks
+"""The default registry's tables (:data:`simforge.plugins.PLUGINS`)."""
 
 
 def validator(
@@ -95,8 +97,8 @@ def validator(
     (two plugins silently replacing each other would change rewards without a trace)."""
 
     def register(fn: ValidatorFn) -> ValidatorFn:
-        _claim(VALIDATORS, name, fn, "validator")
-        VALIDATORS[name] = ValidatorDef(name, category, fn, (fn.__doc__ or "").strip(), params)
+        VALIDATORS.register(
+            name, ValidatorDef(name, category, fn, (fn.__doc__ or "").strip(), params))
         return fn
 
     return register
@@ -106,8 +108,7 @@ def invariant(name: str) -> Callable[[InvariantFn], InvariantFn]:
     """Register a world predicate ``fn(ctx) -> [violation, ...]`` for ``invariants``."""
 
     def register(fn: InvariantFn) -> InvariantFn:
-        _claim(INVARIANTS, name, fn, "invariant")
-        INVARIANTS[name] = fn
+        INVARIANTS.register(name, fn)
         return fn
 
     return register
@@ -117,24 +118,10 @@ def policy_check(name: str) -> Callable[[PolicyFn], PolicyFn]:
     """Register a per-call rule ``fn(ctx, call) -> [violation, ...]`` for ``policy_rules``."""
 
     def register(fn: PolicyFn) -> PolicyFn:
-        _claim(POLICY_CHECKS, name, fn, "policy check")
-        POLICY_CHECKS[name] = fn
+        POLICY_CHECKS.register(name, fn)
         return fn
 
     return register
-
-
-def _claim(table: dict[str, Any], name: str, fn: Callable[..., Any], what: str) -> None:
-    existing = table.get(name)
-    if existing is None:
-        return
-    current = existing.fn if isinstance(existing, ValidatorDef) else existing
-    if current is not fn and _qualname(current) != _qualname(fn):
-        raise PluginError(f"{what} {name!r} is already registered by {current.__module__}")
-
-
-def _qualname(fn: Callable[..., Any]) -> str:
-    return f"{fn.__module__}.{fn.__qualname__}"
 
 
 _lock = threading.Lock()
