@@ -18,6 +18,7 @@ This layer imports nothing of simforge but its errors.
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -85,6 +86,17 @@ class Plugins:
         (``folder -> Pack``); a hand-written pack (``pack.py``) needs none."""
         self._sources: dict[str, Callable[[], object]] = {}
         self._lock = threading.RLock()
+        self.serial = next(_SERIALS)
+        """Tells registries apart for as long as the process lives (an ``id`` may be reused)."""
+
+    def copy(self) -> Plugins:
+        """A registry that starts with everything this one has (entries and sources) and then
+        goes its own way: a scenario with plugins of its own beside the default's."""
+        other = Plugins()
+        for name in _KINDS:
+            getattr(other, name).update(getattr(self, name))
+        other._sources.update(self._sources)
+        return other
 
     def add_source(self, name: str, load: Callable[[], object]) -> None:
         """A loader of plugins (e.g. every file of the ``validators/`` folders) that
@@ -100,6 +112,10 @@ class Plugins:
             for source in list(self._sources.values()):
                 source()
 
+
+_SERIALS = itertools.count()
+_KINDS = ("validators", "invariants", "policy_checks", "fault_kinds", "trace_formats",
+          "pack_formats")
 
 PLUGINS = Plugins()
 """The process's default registry (see the module's docstring)."""

@@ -3,6 +3,7 @@ environments, a canary variant of the scenario, and the counts behind the fault 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
@@ -213,8 +214,8 @@ class AuditContext:
         )
         task = self.task.model_copy(update={"expected": expected})
         tasks = [task if t.id == task.id else t for t in self.scenario.tasks]
-        variant = LoadedScenario(
-            self.scenario.model_copy(update={"tasks": tasks}), self.loaded.pack, self.loaded.path
+        variant = dataclasses.replace(
+            self.loaded, scenario=self.scenario.model_copy(update={"tasks": tasks})
         )
         hits = []
         policies = [p for p in ("oracle", "noop", "cheater", "random")

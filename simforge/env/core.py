@@ -380,6 +380,7 @@ class SimforgeEnv:
             self.task,
             tools=self.pack.catalog,
             budgets=self.scenario.budgets.model_dump(),
+            plugins=self.loaded.plugins,
         )
         extra = [
             (v.name, dict(v.params)) for v in [*self.scenario.validators, *self.task.validators]

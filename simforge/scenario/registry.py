@@ -7,6 +7,7 @@ are skipped.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import threading
 from dataclasses import dataclass
@@ -36,6 +37,8 @@ class LoadedScenario:
     scenario: Scenario
     pack: Pack
     path: Path | None
+    plugins: Plugins = dataclasses.field(default=PLUGINS, compare=False)
+    """The registry the scenario was checked against, and is scored with."""
 
     @cached_property
     def offered(self) -> dict[str, tuple[str, ...]]:
@@ -142,7 +145,8 @@ class ScenarioRegistry:
     @staticmethod
     def _impossible(base: LoadedScenario) -> LoadedScenario:
         """The impossible twin of a loaded scenario (:mod:`simforge.scenario.impossible`)."""
-        return LoadedScenario(impossible_variant(base.scenario, base.pack), base.pack, base.path)
+        return LoadedScenario(impossible_variant(base.scenario, base.pack), base.pack, base.path,
+                              base.plugins)
 
     @staticmethod
     def load_path(path: Path, plugins: Plugins | None = None) -> LoadedScenario:
@@ -156,7 +160,7 @@ class ScenarioRegistry:
         except PluginError as exc:
             raise ScenarioError(path, [at_line(path, ["pack"], f"pack: {exc}")]) from None
         _check_references(scenario, pack, path, plugins)
-        return LoadedScenario(scenario, pack, path)
+        return LoadedScenario(scenario, pack, path, plugins)
 
     def all(self) -> list[LoadedScenario]:
         return [self.get(i) for i in self.ids()]
@@ -244,7 +248,7 @@ def _check_validators(scenario: Scenario, plugins: Plugins) -> list[tuple[list[A
             continue
         problems.extend(
             (loc, f"{where}: validator {config.name!r}: {problem}")
-            for problem in definition.check(dict(config.params))
+            for problem in definition.check(dict(config.params), plugins)
         )
     return problems
 

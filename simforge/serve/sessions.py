@@ -10,6 +10,7 @@ sessions never share a World, a clock or an RNG, so many run side by side in one
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import secrets
 import time
 import uuid
@@ -63,7 +64,7 @@ class Limits:
 
 def with_budgets(loaded: LoadedScenario, budgets: BudgetConfig) -> LoadedScenario:
     scenario = loaded.scenario.model_copy(update={"budgets": budgets})
-    return LoadedScenario(scenario, loaded.pack, loaded.path)
+    return dataclasses.replace(loaded, scenario=scenario)
 
 
 @dataclass
