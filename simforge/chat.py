@@ -15,7 +15,7 @@ What it adds over a bare POST:
   and full jitter drawn from a ``random.Random`` seeded from ``(seed, attempt)`` (reproducible
   when the request has a seed), honouring ``retry-after-ms`` and ``Retry-After`` (seconds or an
   HTTP date), capped. The sleeping function is injectable.
-* **One error type**, :class:`ChatError` (a :class:`~simforge.policies.base.PolicyUnavailable`),
+* **One error type**, :class:`ChatError` (a :class:`~simforge.errors.PolicyUnavailable`),
   for everything that is the endpoint's fault, in one line naming the endpoint, what happened
   and at most 200 characters of the body. A stress run records such an episode as invalid,
   never as the agent's failure.
@@ -48,8 +48,7 @@ from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from simforge.errors import UsageError, WrongType
-from simforge.policies.base import PolicyUnavailable
+from simforge.errors import PolicyUnavailable, UsageError, WrongType
 
 if TYPE_CHECKING:
     import httpx
