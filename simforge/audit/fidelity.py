@@ -97,13 +97,16 @@ def fidelity(
     episodes: list[Episode] | None = None,
     only: set[str] | None = None,
     drift: bool = True,
+    behaviour: bool = True,
 ) -> dict[str, Any]:
     """``{"reads", "writes", "errors": {"calls", "exact", "rate"}, "by_tool", "episodes",
     "reward"}`` (and ``"drift"`` when the traces' generation names or omits fields otherwise
     than the pack's, ``"drift_words"`` when it words refusals otherwise, see
     :mod:`simforge.synth.learn.schema_drift`);
     ``only``: episode ids to measure (the pack's holdout, say); ``drift=False`` compares
-    answers as the pack gives them."""
+    answers as the pack gives them; ``behaviour=False`` learns the shapes and wording of
+    another generation but not its behaviour (``"drift_behaviour"``: kept fields, a missing
+    tool's constant answer, each half of the tasks measured with what the other half taught)."""
     folder = Path(folder)
     pack = load_synth_pack(folder)
     tasks = _tasks(folder)
@@ -119,12 +122,12 @@ def fidelity(
         return World(pack.schemas, _initial(pack, initial))
 
     # behaviour differs only between generations, which the shapes tell apart
-    folds = _behaviour(pack, chosen, start, shapes) if shapes else {}
+    folds = _behaviour(pack, chosen, start) if shapes and behaviour else {}
     totals = {"reads": _bucket(), "writes": _bucket(), "errors": _bucket()}
     by_tool: dict[str, dict[str, Any]] = {}
     for episode in chosen:
-        behaviour = folds.get(_fold(episode), Behaviour())
-        for call, kind, value, ok in _replay_calls(pack, start(episode), episode, behaviour):
+        learned = folds.get(_fold(episode), Behaviour())
+        for call, kind, value, ok in _replay_calls(pack, start(episode), episode, learned):
             category = "errors" if call.error is not None else f"{kind}s"
             entry = by_tool.setdefault(call.tool, {"kind": kind, **{k: _bucket() for k in totals}})
             if call.error is not None:
@@ -149,9 +152,9 @@ def fidelity(
         out["drift"] = shapes.to_json()
     if shapes.words:
         out["drift_words"] = shapes.words
-    learned = {str(k): b.to_json() for k, b in sorted(folds.items()) if b}
-    if learned:
-        out["drift_behaviour"] = learned
+    taught = {str(k): b.to_json() for k, b in sorted(folds.items()) if b}
+    if taught:
+        out["drift_behaviour"] = taught
     return out
 
 
@@ -215,9 +218,7 @@ def _replay_calls(
         yield call, kind, value, ok
 
 
-def _behaviour(
-    pack: Pack, episodes: list[Episode], start: Any, shapes: Drift
-) -> dict[int, Behaviour]:
+def _behaviour(pack: Pack, episodes: list[Episode], start: Any) -> dict[int, Behaviour]:
     """Per fold, the behaviour learned from the episodes of the other folds: no episode is
     measured with what its own answers taught."""
     votes = {k: BehaviourVotes() for k in range(FOLDS)}

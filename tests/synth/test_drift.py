@@ -97,7 +97,11 @@ def test_a_tau2_airline_pack_answers_the_older_tau_bench_trajectories(tmp_path):
     out = Path(tmp_path) / "pack"
     synthesize([traces], out, data=[shared / "tau-bench/envs/airline/data"])
     plain = fidelity(out, [older], drift=False)
+    shapes = fidelity(out, [older], behaviour=False)
     result = fidelity(out, [older])
+    # shapes and wording alone (every older episode taught them; no answers)
+    assert shapes["reads"]["rate"] >= 0.84 and shapes["writes"]["rate"] >= 0.62
+    assert "drift_behaviour" not in shapes
     assert result["drift"]["get_user_details"]["address"] == {"renames": {"state": "province"}}
     assert plain["reads"]["rate"] < 0.2
     by_tool = result["by_tool"]
