@@ -5,7 +5,7 @@ hand-written one; business operations (refund, cancel, escalate) are written by 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import cache, partial
 from typing import Any
 
@@ -50,9 +50,7 @@ def crud_tools(
         model = cache(build)  # built on the tool's first use, or now for its schema
         latency = read_latency if kind == "read" else write_latency
         input_schema = derived(
-            f"crud {name_of(schema.model)} {op} {name}",
-            schema.model,
-            lambda model=model: clean_schema(model().model_json_schema()),
+            f"crud {name_of(schema.model)} {op} {name}", schema.model, partial(_schema_of, model)
         )
         spec_fields: dict[str, Any] = {
             "name": name,
@@ -70,6 +68,10 @@ def crud_tools(
             spec_fields["errors"] = errors
         out.append(Tool(ToolSpec(**spec_fields), model, handler))
     return out
+
+
+def _schema_of(model: Callable[[], type[BaseModel]]) -> dict[str, Any]:
+    return clean_schema(model().model_json_schema())
 
 
 def _words(name: str) -> str:
@@ -102,7 +104,7 @@ def _get(schema: EntitySchema) -> tuple[Any, ...]:
         create_model,
         f"get_{schema.snake}_args",
         __config__=_ARGS_CONFIG,
-        **{id_arg: (str, Field(description=f"The {schema.name} id."))},  # type: ignore[call-overload]
+        **{id_arg: (str, Field(description=f"The {schema.name} id."))},
     )
 
     def handler(ctx: ToolContext, args: BaseModel) -> Any:

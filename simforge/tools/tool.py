@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Iterable
-from typing import Any, get_type_hints
+from typing import Any, cast, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
 
@@ -43,18 +43,21 @@ class Tool:
     ) -> None:
         self.spec = spec
         self._handler = handler
-        if isinstance(input_model, type):
+        self._validate: Callable[[Any], Any]
+        self._input_model: type[BaseModel] | Callable[[], type[BaseModel]]
+        if isinstance(input_model, type) and issubclass(input_model, BaseModel):
             self._validate = input_model.__pydantic_validator__.validate_python
+            self._input_model = input_model
         else:
-            input_model = functools.cache(input_model)
             self._validate = self._first_validate
-        self._input_model = input_model
+            self._input_model = functools.cache(cast(Callable[[], type[BaseModel]], input_model))
 
     @property
     def input_model(self) -> type[BaseModel]:
         model = self._input_model
         if not isinstance(model, type):
-            model = self._input_model = model()
+            model = model()
+            self._input_model = model
             self._validate = model.__pydantic_validator__.validate_python
         return model
 
