@@ -118,3 +118,31 @@ def test_the_argument_model_is_built_on_first_use_once_for_a_tool_and_its_copies
     with pytest.raises(ToolArgumentError, match="integer"):
         one.parse_args({"value": "x"})
     assert len(built) == 1 and one.input_model is two.input_model is built[0]
+
+
+SCHEMA_OF = """
+import json, sys
+from simforge.scenario.plugins import load_pack
+pack = load_pack(sys.argv[1])
+print(json.dumps(pack.catalog["upgrade_customer"].spec.input_schema["properties"]["tier"]))
+"""
+
+
+def test_an_edited_pack_file_gets_its_own_schemas(tmp_path):
+    import shutil
+
+    folder = tmp_path / "pack"
+    shutil.copytree(ROOT / "tests" / "fixtures" / "packs" / "mini", folder,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    env = {**os.environ, "SIMFORGE_CACHE": str(tmp_path / "cache")}
+
+    def tier() -> dict:
+        out = subprocess.run([sys.executable, "-c", SCHEMA_OF, str(folder)], capture_output=True,
+                             text=True, env=env, cwd=ROOT, check=True)
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    assert tier()["type"] == "string"
+    assert tier()["type"] == "string"  # warm
+    source = folder / "pack.py"
+    source.write_text(source.read_text().replace('tier: str = "gold"', "tier: int = 1"))
+    assert tier()["type"] == "integer"
