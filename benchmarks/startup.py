@@ -2,8 +2,10 @@
 run in a fresh interpreter, for the shipped ``acme/refund-damaged-order-v1`` and for a pack
 synthesized from tau-bench's gpt-4o airline trajectories, with a cold and a warm disk cache.
 
-Run: ``python benchmarks/startup.py [--repeat 5] [--pack DIR] [--data ../shared/data]``
-(without ``--pack`` the airline pack is synthesized into a temporary folder first).
+Run: ``python benchmarks/startup.py [--repeat 5] [--pack DIR] [--data ../shared/data]
+[--tree DIR ...]`` (without ``--pack`` the airline pack is synthesized into a temporary folder
+first). ``--tree`` (repeatable) measures those checkouts' simforge instead of this one's, taking
+turns within each round (a before and after in one sitting); each tree has its own caches.
 
 Each measurement is a subprocess (``python -c``) that times the three steps with
 ``time.process_time`` and prints them. *Cold*: ``SIMFORGE_CACHE`` points at an empty temporary
@@ -44,8 +46,9 @@ print(json.dumps({{"import": t1 - t0, "make": t2 - t1, "reset": t3 - t2}}))
 """
 
 
-def measure(scenario: str, cache: Path, pycache: Path | None) -> dict[str, float]:
-    code = CHILD.format(root=str(ROOT), scenario=scenario)
+def measure(scenario: str, cache: Path, pycache: Path | None, root: Path = ROOT
+            ) -> dict[str, float]:
+    code = CHILD.format(root=str(root), scenario=scenario)
     env = {**os.environ, "SIMFORGE_CACHE": str(cache)}
     if pycache is None:
         env["PYTHONDONTWRITEBYTECODE"] = "1"
@@ -53,7 +56,7 @@ def measure(scenario: str, cache: Path, pycache: Path | None) -> dict[str, float
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         env["PYTHONPYCACHEPREFIX"] = str(pycache)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env=env, cwd=ROOT, check=True, timeout=300)
+                          env=env, cwd=root, check=True, timeout=300)
     result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
 
@@ -63,33 +66,53 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--no-pyc", action="store_true",
                         help="compile every module from source in every child")
+    parser.add_argument("--tree", type=Path, action="append",
+                        help="a checkout to measure (repeatable; default: this one)")
     args = parser.parse_args()
+    trees = [t.resolve() for t in args.tree or [ROOT]]
     with tempfile.TemporaryDirectory() as tmp:
         pack = airline_pack(args.pack, args.data, tmp)
         scenarios = {"acme": ACME, "airline pack": str((pack / "scenario.yaml").resolve())}
-        pycache = None if args.no_pyc else Path(tmp) / "pycache"
-        if pycache is not None:  # untimed: fill the bytecode cache once
-            for scenario in scenarios.values():
-                (Path(tmp) / "cache-warmup").mkdir(exist_ok=True)
-                measure(scenario, Path(tmp) / "cache-warmup", pycache)
-        results: dict[tuple[str, str], list[dict[str, float]]] = {}
+        pycaches: dict[Path, Path | None] = {}
+        for t, tree in enumerate(trees):
+            pycaches[tree] = None if args.no_pyc else Path(tmp) / f"pycache-{t}"
+            if pycaches[tree] is not None:  # untimed: fill the bytecode cache once
+                for scenario in scenarios.values():
+                    (Path(tmp) / f"cache-warmup-{t}").mkdir(exist_ok=True)
+                    measure(scenario, Path(tmp) / f"cache-warmup-{t}", pycaches[tree], tree)
+        results: dict[tuple[Path, str, str], list[dict[str, float]]] = {}
         for n in range(args.repeat):
-            for name, scenario in scenarios.items():
-                cache = Path(tmp) / f"cache-{name}-{n}"
-                cache.mkdir()
-                for state in ("cold", "warm"):
-                    results.setdefault((name, state), []).append(measure(scenario, cache, pycache))
-    bytecode = "compiled from source each run" if pycache is None else "bytecode cached"
+            turn = trees[n % len(trees):] + trees[:n % len(trees)]
+            for tree in turn:
+                for name, scenario in scenarios.items():
+                    cache = Path(tmp) / f"cache-{trees.index(tree)}-{name}-{n}"
+                    cache.mkdir()
+                    for state in ("cold", "warm"):
+                        results.setdefault((tree, name, state), []).append(
+                            measure(scenario, cache, pycaches[tree], tree))
+    bytecode = "compiled from source each run" if args.no_pyc else "bytecode cached"
     print(f"CPU seconds, fresh interpreter each ({bytecode}), median (min - max) of "
-          f"{args.repeat}\n")
-    print("| scenario | disk cache | import simforge | make | first reset | make + reset |")
-    print("|---|---|---:|---:|---:|---:|")
-    for (name, state), runs in results.items():
+          f"{args.repeat}; load average {os.getloadavg()[0]:.1f} at the end\n")
+    tree_column = "tree | " if len(trees) > 1 else ""
+    print(f"| {tree_column}scenario | disk cache | import simforge | make | first reset | "
+          "make + reset |")
+    print("|---|" + "---|" * (len(trees) > 1) + "---|---:|---:|---:|---:|")
+    for (tree, name, state), runs in results.items():
         cells = []
         for step in ("import", "make", "reset"):
             cells.append(_spread([r[step] for r in runs]))
         cells.append(_spread([r["make"] + r["reset"] for r in runs]))
-        print(f"| {name} | {state} | " + " | ".join(cells) + " |")
+        where = f"{tree.name} | " if len(trees) > 1 else ""
+        print(f"| {where}{name} | {state} | " + " | ".join(cells) + " |")
+    if len(trees) > 1:  # the same round's figures, tree against the first
+        print(f"\nper round, against {trees[0].name}, median (min - max):")
+        for tree in trees[1:]:
+            for name in scenarios:
+                for state in ("cold", "warm"):
+                    mine, base = results[(tree, name, state)], results[(trees[0], name, state)]
+                    ratio = [a["make"] / b["make"] for a, b in zip(mine, base, strict=True)]
+                    print(f"  {tree.name} {name} {state} make: {statistics.median(ratio):.2f}x "
+                          f"({min(ratio):.2f} - {max(ratio):.2f})")
 
 
 def _spread(values: list[float]) -> str:

@@ -1,7 +1,8 @@
 """Derived data cached on disk by content hash, shared by every process of a machine.
 
 What a process derives from files that do not change between runs (a pack's validated seed
-tables for a world seed and size, the id of a scenario file that validated) is written once
+tables for a world seed and size, the JSON schemas of a pack folder's tools and entities, see
+:mod:`simforge.derived`, the id of a scenario file that validated) is written once
 under ``$SIMFORGE_CACHE`` (default ``$XDG_CACHE_HOME/simforge`` or ``~/.cache/simforge``;
 ``SIMFORGE_CACHE=off`` disables it) and read back by the next process: a stress worker, a Ray
 task, the next ``simforge run``.

@@ -23,6 +23,8 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
+from simforge.cache import folder_fingerprint
+from simforge.derived import deriving
 from simforge.errors import PluginError
 from simforge.paths import resource_dirs
 from simforge.plugins import PLUGINS
@@ -121,24 +123,27 @@ def load_pack(
             module = types.ModuleType(package)
             module.__path__ = [str(folder)]
             sys.modules[package] = module
-        try:
-            entry = importlib.import_module(f"{package}.pack")
-        except Exception as exc:
-            raise PluginError(
-                f"pack {folder}: failed to load: {type(exc).__name__}: {exc}"
-            ) from exc
-        pack = getattr(entry, "PACK", None)
-        if not isinstance(pack, Pack):
-            raise PluginError(f"pack {folder}: pack.py must define PACK = Pack(...)")
-        pack.path = folder
-        if not pack.policy:
-            pack.policy = read_policy(folder)
-        if not pack.profiles:
-            pack.profiles = read_profiles(folder)
-        try:
-            pack.catalog  # noqa: B018 - validate eagerly: duplicate tools, unknown entities
-        except Exception as exc:
-            raise PluginError(f"pack {folder}: {exc}") from exc
+        fingerprint = folder_fingerprint(folder)
+        with deriving(folder, fingerprint):  # schemas remembered per pack content hash
+            try:
+                entry = importlib.import_module(f"{package}.pack")
+            except Exception as exc:
+                raise PluginError(
+                    f"pack {folder}: failed to load: {type(exc).__name__}: {exc}"
+                ) from exc
+            pack = getattr(entry, "PACK", None)
+            if not isinstance(pack, Pack):
+                raise PluginError(f"pack {folder}: pack.py must define PACK = Pack(...)")
+            pack.path = folder
+            pack.fingerprint = fingerprint
+            if not pack.policy:
+                pack.policy = read_policy(folder)
+            if not pack.profiles:
+                pack.profiles = read_profiles(folder)
+            try:
+                pack.catalog  # noqa: B018 - validate eagerly: duplicate tools, unknown entities
+            except Exception as exc:
+                raise PluginError(f"pack {folder}: {exc}") from exc
         _packs[folder] = pack
         return pack
 

@@ -5,11 +5,13 @@ hand-written one; business operations (refund, cancel, escalate) are written by 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from functools import cache, partial
 from typing import Any
 
 from pydantic import BaseModel, Field, create_model
 
+from simforge.derived import derived, name_of
 from simforge.errors import UsageError
 from simforge.tools.context import ToolContext
 from simforge.tools.errors import ToolError
@@ -44,12 +46,16 @@ def crud_tools(
     for op in ops:
         if op not in builders:
             raise UsageError(f"unknown CRUD operation {op!r}; allowed: {list(ALL_OPS)}")
-        name, description, kind, model, handler, output = builders[op](schema)
+        name, description, kind, build, handler, output = builders[op](schema)
+        model = cache(build)  # built on the tool's first use, or now for its schema
         latency = read_latency if kind == "read" else write_latency
+        input_schema = derived(
+            f"crud {name_of(schema.model)} {op} {name}", schema.model, partial(_schema_of, model)
+        )
         spec_fields: dict[str, Any] = {
             "name": name,
             "description": description,
-            "input_schema": clean_schema(model.model_json_schema()),
+            "input_schema": input_schema,
             "output_schema": clean_schema(output),
             "kind": kind,
             "system": system or schema.system,
@@ -62,6 +68,10 @@ def crud_tools(
             spec_fields["errors"] = errors
         out.append(Tool(ToolSpec(**spec_fields), model, handler))
     return out
+
+
+def _schema_of(model: Callable[[], type[BaseModel]]) -> dict[str, Any]:
+    return clean_schema(model().model_json_schema())
 
 
 def _words(name: str) -> str:
@@ -90,10 +100,11 @@ def _page_schema(schema: EntitySchema) -> dict[str, Any]:
 
 def _get(schema: EntitySchema) -> tuple[Any, ...]:
     id_arg = _id_arg(schema)
-    model = create_model(
+    model = partial(
+        create_model,
         f"get_{schema.snake}_args",
         __config__=_ARGS_CONFIG,
-        **{id_arg: (str, Field(description=f"The {schema.name} id."))},  # type: ignore[call-overload]
+        **{id_arg: (str, Field(description=f"The {schema.name} id."))},
     )
 
     def handler(ctx: ToolContext, args: BaseModel) -> Any:
@@ -126,7 +137,7 @@ def _list(schema: EntitySchema) -> tuple[Any, ...]:
     }
     fields["limit"] = (int, Field(20, ge=1, le=100, description="Page size."))
     fields["offset"] = (int, Field(0, ge=0, description="Rows to skip (from next_offset)."))
-    model = create_model(f"list_{schema.plural}_args", __config__=_ARGS_CONFIG, **fields)
+    model = partial(create_model, f"list_{schema.plural}_args", __config__=_ARGS_CONFIG, **fields)
 
     def handler(ctx: ToolContext, args: BaseModel) -> Any:
         given = {f: args.__dict__[f] for f in filters if args.__dict__[f] is not None}
@@ -150,7 +161,8 @@ def _search(schema: EntitySchema) -> tuple[Any, ...]:
     searchable = schema.searchable or tuple(
         f for f in _filter_fields(schema) if schema.field_types.get(f) == "string"
     )
-    model = create_model(
+    model = partial(
+        create_model,
         f"search_{schema.plural}_args",
         __config__=_ARGS_CONFIG,
         query=(str, Field(min_length=1, description=f"Text found in {', '.join(searchable)}.")),
@@ -185,7 +197,7 @@ def _create(schema: EntitySchema) -> tuple[Any, ...]:
             fields[f] = (_annotation(schema, f), ...)
         else:
             fields[f] = (_annotation(schema, f), schema.defaults.get(f))
-    model = create_model(f"create_{schema.snake}_args", __config__=_ARGS_CONFIG, **fields)
+    model = partial(create_model, f"create_{schema.snake}_args", __config__=_ARGS_CONFIG, **fields)
 
     def handler(ctx: ToolContext, args: BaseModel) -> Any:
         return ctx.insert(schema.name, args.model_dump(mode="json"))
@@ -206,7 +218,7 @@ def _update(schema: EntitySchema) -> tuple[Any, ...]:
     for f in schema.fields:
         if f != schema.primary_key:
             fields[f] = (_annotation(schema, f) | None, None)
-    model = create_model(f"update_{schema.snake}_args", __config__=_ARGS_CONFIG, **fields)
+    model = partial(create_model, f"update_{schema.snake}_args", __config__=_ARGS_CONFIG, **fields)
 
     def handler(ctx: ToolContext, args: BaseModel) -> Any:
         changes = args.model_dump(mode="json", include=args.model_fields_set - {id_arg})
@@ -230,7 +242,7 @@ def _update(schema: EntitySchema) -> tuple[Any, ...]:
 def _delete(schema: EntitySchema) -> tuple[Any, ...]:
     id_arg = _id_arg(schema)
     fields: dict[str, Any] = {id_arg: (str, ...)}
-    model = create_model(f"delete_{schema.snake}_args", __config__=_ARGS_CONFIG, **fields)
+    model = partial(create_model, f"delete_{schema.snake}_args", __config__=_ARGS_CONFIG, **fields)
 
     def handler(ctx: ToolContext, args: BaseModel) -> Any:
         id = args.__dict__[id_arg]

@@ -88,6 +88,20 @@ class Pack:
         return self._schemas
 
     @property
+    def fingerprint(self) -> str | None:
+        """SHA-256 of the files of the pack's folder (:func:`simforge.cache.folder_fingerprint`;
+        ``None`` for a pack made in code), the key of what is derived from them."""
+        if self._fingerprint is None and self.path is not None:
+            from simforge import cache
+
+            self._fingerprint = cache.folder_fingerprint(self.path)
+        return self._fingerprint
+
+    @fingerprint.setter
+    def fingerprint(self, value: str) -> None:
+        self._fingerprint = value
+
+    @property
     def catalog(self) -> ToolCatalog:
         if self._catalog is None:
             self._catalog = ToolCatalog(self.tools)
@@ -121,9 +135,7 @@ class Pack:
 
         if self.path is None or cache.cache_root() is None:
             return validate_tables(self.schemas, self.seed(seed, scale))
-        if self._fingerprint is None:
-            self._fingerprint = cache.folder_fingerprint(self.path)
-        entry = cache.entry_key("seed-tables", self._fingerprint, seed, scale)
+        entry = cache.entry_key("seed-tables", self.fingerprint, seed, scale)
         tables = cache.load("worlds", entry)
         if isinstance(tables, dict) and set(tables) == set(self.schemas):
             return tables

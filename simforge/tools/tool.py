@@ -11,10 +11,11 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Iterable
-from typing import Any, get_type_hints
+from typing import Any, cast, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
 
+from simforge.derived import derived, name_of
 from simforge.tools.context import ToolContext
 from simforge.tools.errors import ToolArgumentError, ToolDefinitionError
 from simforge.tools.spec import Constant, ErrorModel, ToolSpec
@@ -26,15 +27,42 @@ _ARGS_CONFIG = ConfigDict(extra="forbid")
 
 
 class Tool:
-    """A spec and a handler. ``invoke`` is the hot path: validate, run, copy out the result."""
+    """A spec and a handler. ``invoke`` is the hot path: validate, run, copy out the result.
 
-    __slots__ = ("_handler", "_validate", "input_model", "spec")
+    ``input_model`` is the argument model, or a function without arguments that builds it: then
+    it is built on the tool's first use (a pack declares many tools a scenario never calls, and
+    ``create_model`` costs about a millisecond each)."""
 
-    def __init__(self, spec: ToolSpec, input_model: type[BaseModel], handler: Handler) -> None:
+    __slots__ = ("_handler", "_input_model", "_validate", "spec")
+
+    def __init__(
+        self,
+        spec: ToolSpec,
+        input_model: type[BaseModel] | Callable[[], type[BaseModel]],
+        handler: Handler,
+    ) -> None:
         self.spec = spec
-        self.input_model = input_model
         self._handler = handler
-        self._validate = input_model.__pydantic_validator__.validate_python
+        self._validate: Callable[[Any], Any]
+        self._input_model: type[BaseModel] | Callable[[], type[BaseModel]]
+        if isinstance(input_model, type) and issubclass(input_model, BaseModel):
+            self._validate = input_model.__pydantic_validator__.validate_python
+            self._input_model = input_model
+        else:
+            self._validate = self._first_validate
+            self._input_model = functools.cache(cast(Callable[[], type[BaseModel]], input_model))
+
+    @property
+    def input_model(self) -> type[BaseModel]:
+        model = self._input_model
+        if not isinstance(model, type):
+            model = model()
+            self._input_model = model
+            self._validate = model.__pydantic_validator__.validate_python
+        return model
+
+    def _first_validate(self, args: Any) -> BaseModel:
+        return self.input_model.__pydantic_validator__.validate_python(args)
 
     @property
     def name(self) -> str:
@@ -57,7 +85,8 @@ class Tool:
 
     def with_spec(self, **changes: Any) -> Tool:
         """The same handler under a changed spec (a pack's latency or capacity override)."""
-        return Tool(self.spec.model_copy(update=changes), self.input_model, self._handler)
+        # the model or its builder, shared: the copies build one model between them
+        return Tool(self.spec.model_copy(update=changes), self._input_model, self._handler)
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
@@ -141,20 +170,25 @@ def tool_from_function(
             raise ToolDefinitionError(f"tool {tool_name!r}: parameter {param.name!r} needs a type")
         default = ... if param.default is inspect.Parameter.empty else param.default
         fields[param.name] = (hints[param.name], default)
-    input_model = create_model(f"{tool_name}_args", __config__=_ARGS_CONFIG, **fields)
+    input_model = functools.cache(
+        functools.partial(create_model, f"{tool_name}_args", __config__=_ARGS_CONFIG, **fields)
+    )  # built on first use (Tool), or now when its schema is not remembered (derived)
     returns = hints.get("return", Any)
 
     def handler(ctx: ToolContext, args: BaseModel) -> Any:
         # the model forbids extra fields: its __dict__ is exactly the parameters
         return fn(ctx, **args.__dict__)
 
+    def schemas() -> list[dict[str, Any]]:
+        output = clean_schema(TypeAdapter(returns).json_schema()) if returns is not Any else {}
+        return [clean_schema(input_model().model_json_schema()), output]
+
+    input_schema, output_schema = derived(f"tool {name_of(fn)} {tool_name}", fn, schemas)
     spec = ToolSpec(
         name=tool_name,
         description=description,
-        input_schema=clean_schema(input_model.model_json_schema()),
-        output_schema=clean_schema(TypeAdapter(returns).json_schema())
-        if returns is not Any
-        else {},
+        input_schema=input_schema,
+        output_schema=output_schema,
         kind=kind,
         system=system,
         entities=tuple(entities),

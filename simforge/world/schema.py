@@ -86,7 +86,13 @@ class EntitySchema:
             raise EntityDefinitionError(
                 f"{model.__name__} needs exactly one primary key, has {keys}")
         config = dict(getattr(model, "__simforge_entity__", {}))
-        json_schema = model.model_json_schema()
+        from simforge.derived import derived, name_of
+
+        if not model.__pydantic_complete__:
+            # forward references (a type declared below the class) resolved now, as building
+            # the JSON schema would: the CRUD tools and the row model read the annotations
+            model.model_rebuild()
+        json_schema = derived(f"entity {name_of(model)}", model, model.model_json_schema)
         properties = json_schema.get("properties", {})
         defaults: dict[str, Any] = {}
         required: list[str] = []

@@ -13,12 +13,13 @@ import random
 import threading
 from collections.abc import Iterator
 from datetime import date, datetime, timedelta
-from typing import Any, NamedTuple
-
-from faker import Faker
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from simforge.tools import LogNormal, ToolContext, ToolError, crud_tools
 from simforge.world import EntitySchema
+
+if TYPE_CHECKING:  # imported where seed rows are generated: a warm cache never needs it
+    from faker import Faker
 
 WORLD_START = "2026-01-15T09:00:00Z"
 _START = datetime.fromisoformat(WORLD_START.replace("Z", "+00:00"))
@@ -217,6 +218,8 @@ def table_faker(seed: int, table: str) -> Faker:
     A thread generates its tables one after another, never interleaved."""
     fake = getattr(_local, "faker", None)
     if fake is None:
+        from faker import Faker
+
         fake = _local.faker = Faker("en_US")
     fake.seed_instance(f"acme:{table}:{seed}")
     return fake

@@ -1,0 +1,148 @@
+"""Schemas remembered per pack content hash, argument models built on first use: a pack loaded
+with a cold cache, a warm one and none has the same tools (specs, entity schemas, answers to
+good and bad arguments), a warm load builds no JSON schema, and two declarations under one key
+are each computed and never stored."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel, create_model
+
+from simforge.derived import derived, deriving
+from simforge import derived as derived_module
+from simforge.tools.errors import ToolArgumentError
+from simforge.tools.spec import ToolSpec
+from simforge.tools.tool import Tool, tool
+
+ROOT = Path(__file__).resolve().parents[2]
+
+CHILD = """
+import json, sys
+from unittest import mock
+import pydantic
+from simforge.scenario.plugins import load_pack
+from simforge.tools.errors import ToolArgumentError
+forbid = sys.argv[1] == "forbid"
+def refuse(*a, **k):
+    raise AssertionError("a JSON schema was built")
+with mock.patch.object(pydantic.BaseModel, "model_json_schema", classmethod(refuse)) if forbid \\
+        else mock.patch.object(sys, "flags", sys.flags):
+    pack = load_pack("acme")
+    specs = {t.name: t.spec.model_dump(mode="json") for t in pack.tools}
+    entities = {n: s.json_schema for n, s in pack.schemas.items()}
+answers = {}
+for name, args in [("get_order", {"order_id": "O-1"}), ("get_order", {"order_id": 3}),
+                   ("list_orders", {"limit": 0}), ("get_order", {"nope": 1}),
+                   ("create_customer", {"name": "A", "email": 5})]:
+    try:
+        answers[f"{name} {args}"] = pack.catalog[name].parse_args(args).model_dump(mode="json")
+    except ToolArgumentError as exc:
+        answers[f"{name} {args}"] = str(exc)
+print(json.dumps({"specs": specs, "entities": entities, "answers": answers}))
+"""
+
+
+def _load(cache: str, mode: str = "") -> dict:
+    env = {**os.environ, "SIMFORGE_CACHE": cache}
+    out = subprocess.run([sys.executable, "-c", CHILD, mode], capture_output=True, text=True,
+                         env=env, cwd=ROOT, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_cold_warm_and_no_cache_give_the_same_tools(tmp_path):
+    cache = str(tmp_path / "cache")
+    cold = _load(cache)
+    assert any((tmp_path / "cache" / "schemas").rglob("*.json"))
+    warm = _load(cache, "forbid")  # builds no JSON schema: they all come from the entry
+    off = _load("off")
+    assert cold == warm == off
+    assert len(cold["specs"]) > 100
+
+
+def _fn_tool(kind: str):
+    if kind == "int":
+        def lookup(ctx, value: int) -> int:
+            """Look a value up."""
+            return value
+    else:
+        def lookup(ctx, value: str) -> str:
+            """Look a value up."""
+            return value
+    return lookup
+
+
+def test_two_declarations_under_one_key_are_each_computed_and_not_stored(tmp_path, monkeypatch):
+    monkeypatch.setenv("SIMFORGE_CACHE", str(tmp_path / "cache"))
+    for _ in range(2):  # the second time would read what the first stored, had it stored it
+        with deriving(tmp_path, "fingerprint"):
+            as_int = tool(_fn_tool("int"))
+            as_str = tool(_fn_tool("str"))
+        assert as_int.spec.input_schema["properties"]["value"]["type"] == "integer"
+        assert as_str.spec.input_schema["properties"]["value"]["type"] == "string"
+
+
+def test_a_remembered_value_is_a_copy_per_declaration(tmp_path, monkeypatch):
+    monkeypatch.setenv("SIMFORGE_CACHE", str(tmp_path / "cache"))
+    source = object()
+    with deriving(tmp_path, "fp"):
+        first = derived("k", source, lambda: {"a": [1]})
+    with deriving(tmp_path, "fp"):
+        second = derived("k", source, lambda: pytest.fail("remembered, not computed"))
+        third = derived("k", source, lambda: pytest.fail("remembered, not computed"))
+    assert first == second == third == {"a": [1]}
+    second["a"].append(2)
+    assert third == {"a": [1]}
+    assert getattr(derived_module._local, "state", None) is None
+
+
+def test_the_argument_model_is_built_on_first_use_once_for_a_tool_and_its_copies():
+    built: list[type[BaseModel]] = []
+
+    def build() -> type[BaseModel]:
+        built.append(create_model("echo_args", value=(int, ...)))
+        return built[-1]
+
+    spec = ToolSpec(name="echo", description="Echo.",
+                    input_schema={"type": "object", "properties": {"value": {"type": "integer"}}})
+    one = Tool(spec, build, lambda ctx, args: args.value)
+    two = one.with_spec(capacity=2)
+    assert built == []
+    assert two.parse_args({"value": 3}).value == 3
+    assert one.invoke(None, {"value": 4}) == 4  # type: ignore[arg-type]
+    with pytest.raises(ToolArgumentError, match="integer"):
+        one.parse_args({"value": "x"})
+    assert len(built) == 1 and one.input_model is two.input_model is built[0]
+
+
+SCHEMA_OF = """
+import json, sys
+from simforge.scenario.plugins import load_pack
+pack = load_pack(sys.argv[1])
+print(json.dumps(pack.catalog["upgrade_customer"].spec.input_schema["properties"]["tier"]))
+"""
+
+
+def test_an_edited_pack_file_gets_its_own_schemas(tmp_path):
+    import shutil
+
+    folder = tmp_path / "pack"
+    shutil.copytree(ROOT / "tests" / "fixtures" / "packs" / "mini", folder,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    env = {**os.environ, "SIMFORGE_CACHE": str(tmp_path / "cache")}
+
+    def tier() -> dict:
+        out = subprocess.run([sys.executable, "-c", SCHEMA_OF, str(folder)], capture_output=True,
+                             text=True, env=env, cwd=ROOT, check=True)
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    assert tier()["type"] == "string"
+    assert tier()["type"] == "string"  # warm
+    source = folder / "pack.py"
+    source.write_text(source.read_text().replace('tier: str = "gold"', "tier: int = 1"))
+    assert tier()["type"] == "integer"
