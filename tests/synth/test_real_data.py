@@ -259,8 +259,10 @@ def test_the_other_domains_hold_what_they_reached_on_every_seed(domain, tmp_path
     change that loses ground shows."""
     floors = {
         "airline": {"reads": 0.90, "writes": 0.40},
-        "telecom": {"reads": 0.80, "writes": 0.70},
-        "telecom-no-user": {"reads": 0.72, "writes": 0.75},
+        # telecom: a factored state of fields over fields (writes 0.72 -> 0.83, no-user reads
+        # 0.78 -> 0.81, writes 0.79 -> 0.85 at the minimum over seeds)
+        "telecom": {"reads": 0.80, "writes": 0.80},
+        "telecom-no-user": {"reads": 0.80, "writes": 0.80},
     }[domain]
     rows = _sweep(domain, tmp_path_factory)
     for row in rows:
@@ -278,8 +280,9 @@ def test_the_other_domains_hold_what_they_reached_on_every_seed(domain, tmp_path
     "in training (update_reservation_passengers, send_certificate, search_onestop_flight), a "
     "branch never taken (an unchanged flight kept at its old fare, a fee per extra bag), an "
     "error never met (the payment check), a reservation changed since the snapshot; telecom "
-    "tasks are new combinations of a dozen device faults learned from 24 to 33 episodes "
-    "(see FIDELITY.md)",
+    "tasks are new combinations of a dozen device faults learned from 24 to 33 episodes: "
+    "fields that are disjunctions of other fields generalise, those needing a conjunction, a "
+    "set of items or a state recomputed only at a reboot do not (see FIDELITY.md)",
 )
 @pytest.mark.parametrize("domain", ["airline", "telecom", "telecom-no-user"])
 def test_the_issue_targets_on_every_seed(domain, tmp_path_factory):

@@ -10,23 +10,42 @@ state-changing calls made since (``toggle_airplane_mode()``, ``enable_roaming(..
 
 **Answers as records.** An answer is split into segments at line breaks and `` | ``; a segment
 ``Key: value`` is the field ``Key`` (``Status Bar: 📶⁴ Excellent``, ``Airplane Mode: OFF``), and
-bare segments that never appear together in the outputs of the same tools are one field whose
-value is whichever is present (``5G`` / ``2G`` / none). A tool's layout is the order of its
+bare segments that never appear together, in the outputs of the same tools or in the same slot
+(after the same segment), are one field whose value is whichever is present (``5G`` / ``2G`` /
+none; ``📱 Data Enabled`` / ``📵 Data Disabled``). A tool's layout is the order of its
 fields and the separator before each. Fields of the same key are one field wherever they appear:
 the status bar a toggle prints is the status bar ``check_status_bar`` prints, learned from both.
 
-**Fields as a function of the history.** Each field's value is predicted by a small decision
-tree over features of the history: whether an operation (name and arguments) happened, whether
-it happened an odd number of times (a toggle), the arguments of the last call of an operation
-(a setter), the parity of two operations that share a word (``turn_airplane_mode_on`` and
-``toggle_airplane_mode``) and the call's own arguments. A state-changing call's answer shows the
-state after it, so its own operation is in its history.
+**Features of the history**: whether an operation (name and arguments) happened, whether it
+happened an odd number of times (a toggle), the arguments of the last call of an operation (a
+setter), for two operations that share a word (``turn_airplane_mode_on`` and
+``toggle_airplane_mode``; ``disable_roaming`` and ``enable_roaming``) the parity of both and
+which came last, and the call's own arguments. A state-changing call's answer shows the state
+after it, so its own operation is in its history.
+
+**A factored state.** Each field is first learned from the history alone, and how many tests
+that takes orders the fields: the simplest (a toggle, a setter, the SIM's status) are the
+state's variables, and every later field may be a function of their *current values*
+(``is:Airplane Mode=ON``), whichever tool showed them: the status bar from airplane mode, the
+SIM, the network preference, mobile data. Every observation learns each field's current value
+in turn (the one its answer shows, or else the one the field's model says), so a field seen only
+in one tool's answers still informs a field seen in another's. A field is a rule over the other
+fields' values where one explains every training example; the history is used only where that
+does not explain the data.
+
+**The simplest consistent rule** (:mod:`.occam`): a decision list of disjunctions of single
+literals (and their negations), learned by elimination and a greedy cover, e.g. *no signal if
+airplane mode is on, or the SIM is missing, or locked*, which answers a combination of three
+faults learned from examples of one or two. A tree (ID3 on binary features) explains what the
+list cannot. Both are the same plain JSON.
 
 **In a session** the history is a row of the hidden entity ``SessionState`` (``ops``), seeded by
 the task's initial state (its declared setup) and appended to by every state-changing call; the
 row also holds the current value of every field, so that a task can expect the state its
-episode ended in (the last values it observed) and ``state_matches`` checks it. The trees are
-plain JSON in ``tools.json`` (``{"f": feature, "t": ..., "e": ...}`` or ``{"v": value}``).
+episode ended in (the last values it observed) and ``state_matches`` checks it. The models are
+plain JSON in the pack's ``state.json`` (``{"f": feature, "t": ..., "e": ...}`` or ``{"v":
+value}``, fields predicted in ``order``, ``"factored": true``), read by the interpreter and the
+compiled runtime alike.
 """
 
 from __future__ import annotations
@@ -39,6 +58,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+
+from simforge.synth.learn import occam
 
 STATE_ENTITY = "SessionState"
 STATE_KEY = "session_id"
@@ -133,9 +154,15 @@ class Features:
         for name in self.setters:
             if name in last:
                 active.add("last:" + last[name])
+        at = {operation: i for i, operation in enumerate(history)}
         for a, b in self.pairs:
             if (counts.get(a, 0) + counts.get(b, 0)) % 2:
                 active.add(f"xor:{a}|{b}")
+            # which of the two happened last (a setter and its undo: ``disable_roaming`` after
+            # ``enable_roaming``; ``unseat_sim_card`` after ``reseat_sim_card``)
+            if a in at or b in at:
+                first, second = (a, b) if at.get(a, -1) > at.get(b, -1) else (b, a)
+                active.add(f"since:{first}|{second}")
         for key, value in (args or {}).items():
             if isinstance(value, str | int | float | bool) or value is None:
                 active.add(f"arg:{key}={value}")
@@ -166,6 +193,15 @@ def vocabulary(histories: Iterable[Sequence[str]]) -> Features:
 
 
 # -- decision trees -----------------------------------------------------------------------------
+
+_RANK = ("is:", "last:", "since:", "xor:", "has:", "arg:", "odd:")
+"""Kinds of features, preferred in this order where they explain as much: a field already
+known, a setter's last value, which of two related operations came last, parity, what
+happened, the call's own arguments."""
+
+
+def _kind(literal: str) -> int:
+    return _RANK.index(literal[: literal.index(":") + 1])
 
 
 def _entropy(counts: Counter[Any]) -> float:
@@ -206,8 +242,7 @@ def grow(
         if about and _terms(name) & about:
             gain *= RELEVANT
         # on ties prefer a field already known, a setter's last value, what happened, then parity
-        rank = ("is:", "last:", "has:", "arg:", "odd:", "xor:").index(name[: name.index(":") + 1])
-        score = gain - 1e-6 * rank
+        score = gain - 1e-6 * _kind(name)
         if best is None or score > best[0]:
             best = (score, name)
     if best is None:
@@ -231,6 +266,49 @@ def predict(tree: Mapping[str, Any], features: set[str]) -> Any:
     while "v" not in node:
         node = node["t"] if node["f"] in features else node["e"]
     return node["v"]
+
+
+def _field_literal(literal: str) -> bool:
+    """A literal about another field's current value (``is:``)."""
+    return literal.startswith("is:")
+
+
+def _history_literal(literal: str) -> bool:
+    return not literal.startswith("is:")
+
+
+def _any(literal: str) -> bool:
+    return True
+
+
+def fit(
+    rows: list[tuple[set[str], Any]], about: set[str], tiers: Sequence[Any], exact: bool = False
+) -> Any:
+    """The simplest model of a field consistent with ``rows``: a decision list of disjunctions
+    (:mod:`.occam`) over the literals of ``tiers`` in turn, a tree over all of them for what
+    the list leaves unexplained (``exact``: ``None`` instead). Literals about what the field
+    speaks of come first."""
+
+    def rank(literal: str) -> tuple[int, int]:
+        return (0 if _terms(literal) & about else 1, _kind(literal))
+
+    allowed = [t for t in tiers]
+
+    def fallback(rest: list[tuple[set[str], Any]]) -> dict[str, Any]:
+        if exact:
+            raise _Unexplained
+        if allowed == [_history_literal]:
+            rest = [({f for f in found if not f.startswith("is:")}, v) for found, v in rest]
+        return grow(rest, 0, about)
+
+    try:
+        return occam.decision_list(rows, allowed, fallback, rank)
+    except _Unexplained:
+        return None
+
+
+class _Unexplained(Exception):
+    """The decision list does not explain every example."""
 
 
 # -- learning -------------------------------------------------------------------------------------
@@ -263,29 +341,39 @@ class Fields:
 
 def discover(observations: Sequence[Observed]) -> Fields:
     """Keys of ``Key: value`` segments, and groups of bare segments that never occur together
-    and occur in the outputs of the same tools."""
+    and either occur in the outputs of the same tools or follow the same segment (the slot a
+    status bar fills with ``5G`` or ``2G``, a tool that prints it or not)."""
     fields = Fields()
     tools_of: dict[str, set[str]] = {}
     together: dict[str, set[str]] = {}
+    after: dict[str, set[str]] = {}
     order: list[str] = []
     for obs in observations:
         segments = [seg for _, seg in split(obs.text)]
         bare = []
+        previous = ""
         for seg in segments:
             found = keyed(seg)
             if found is not None:
                 fields.keyed.add(found[0])
+                previous = found[0]
                 continue
             bare.append(seg)
+            after.setdefault(seg, set()).add(previous)
+            previous = seg
         for seg in bare:
             if seg not in tools_of:
                 order.append(seg)
             tools_of.setdefault(seg, set()).add(obs.tool)
             together.setdefault(seg, set()).update(s for s in bare if s != seg)
+
+    def slot(a: str, b: str) -> bool:
+        return tools_of[a] == tools_of[b] or bool(after[a] & after[b] and tools_of[a] & tools_of[b])
+
     groups: list[list[str]] = []
     for seg in order:
         for group in groups:
-            if tools_of[group[0]] == tools_of[seg] and not any(s in together[seg] for s in group):
+            if all(slot(s, seg) for s in group) and not any(s in together[seg] for s in group):
                 group.append(seg)
                 break
         else:
@@ -376,6 +464,10 @@ class Model:
     order: list[str] = field(default_factory=list)
     """Fields in the order they are predicted: each tree may ask the value of the ones before
     it (``is:`` features), so that fields that go together stay together."""
+    factored: bool = False
+    """Every field is predicted, in ``order``, whatever a tool shows: a field is a function of
+    the current values of the fields before it (a factored state). Older packs predicted only
+    the fields a tool shows."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -385,6 +477,7 @@ class Model:
             "keyed": sorted(self.keyed),
             "columns": self.columns,
             "changes": sorted(self.changes),
+            **({"factored": True} if self.factored else {}),
         }
 
     @classmethod
@@ -396,6 +489,7 @@ class Model:
             dict(data.get("columns") or {}),
             set(data.get("changes") or ()),
             list(data.get("order") or []),
+            bool(data.get("factored")),
         )
 
     def predict(self, names: Iterable[str], features: set[str]) -> dict[str, Any]:
@@ -403,10 +497,10 @@ class Model:
         active = set(features)
         out: dict[str, Any] = {}
         for name in self.order:
-            if name in wanted and name in self.trees:
+            if (self.factored or name in wanted) and name in self.trees:
                 out[name] = predict(self.trees[name], active)
                 active.add(known(name, out[name]))
-        return out
+        return {name: value for name, value in out.items() if name in wanted}
 
     def row(self, ops: list[str]) -> dict[str, Any]:
         """The ``SessionState`` row after ``ops``: the history and every field's value."""
@@ -510,40 +604,59 @@ def learn(episodes: Sequence[Any], candidates: set[str], named_write: Any) -> Te
         return None
     features = vocabulary(o.history for o in observations)
     fields = discover(observations)
-    rows: dict[str, list[tuple[set[str], Any]]] = {}
-    tools_of: dict[str, set[str]] = {}
     per_tool: dict[str, list[Observed]] = {}
     for obs in observations:
         per_tool.setdefault(obs.tool, []).append(obs)
     plans = {tool: layout([o.text for o in found], fields) for tool, found in per_tool.items()}
-    for tool, plan in plans.items():
-        for name, _ in plan:
-            tools_of.setdefault(name, set()).add(tool)
-    order = _order(observations, fields)
-    rank = {name: i for i, name in enumerate(order)}
-    for obs in observations:
-        active = features.of(obs.history, obs.args)
-        shown = values_of(obs.text, fields)
-        names = sorted((name for name, _ in plans[obs.tool]), key=rank.__getitem__)
-        for name in names:
-            value = shown.get(name, ABSENT)
-            rows.setdefault(name, []).append((set(active), value))
-            active.add(known(name, value))
+    ranked = _order(observations, fields)
+    base = [features.of(o.history, o.args) for o in observations]
+    shown = [values_of(o.text, fields) for o in observations]
+    laid = [{name for name, _ in plans[o.tool]} for o in observations]
     about: dict[str, set[str]] = {}
-    for name, found in rows.items():
+    for name in ranked:
         words = _terms(name)
-        for _, value in found:
+        for i, names in enumerate(laid):
+            value = shown[i].get(name, ABSENT) if name in names else None
             if isinstance(value, str):
                 words |= _terms(value)
         about[name] = words - _COMMON
-    trees = {name: grow(found, 0, about[name]) for name, found in rows.items()}
+
+    def rows_of(name: str, active: list[set[str]]) -> list[tuple[set[str], Any]]:
+        return [
+            (active[i], shown[i].get(name, ABSENT)) for i, names in enumerate(laid) if name in names
+        ]
+
+    # how simple is each field as a function of the history alone (a toggle, a setter: one or
+    # two tests)? The simplest are the state's variables, the others are learned over them
+    simple = {
+        name: occam.size(fit(rows_of(name, base), about[name], (_history_literal,)))
+        for name in ranked
+    }
+    order = sorted(ranked, key=lambda n: (simple[n], ranked.index(n)))
+    active = [set(found) for found in base]
+    trees: dict[str, dict[str, Any]] = {}
+    for name in order:
+        rows = rows_of(name, active)
+        # a rule over the other fields' current values where one explains every example;
+        # else the smallest of a model over the fields first and one over anything (Occam)
+        tree = fit(rows, about[name], (_field_literal,), exact=True) or min(
+            (fit(rows, about[name], tiers) for tiers in ((_field_literal, _any), (_any,))),
+            key=occam.size,
+        )
+        trees[name] = tree
+        # every observation learns this field's current value: the one its answer shows, or
+        # else the one the model says (what a later field's rule may ask of it)
+        for i, names in enumerate(laid):
+            value = shown[i].get(name, ABSENT) if name in names else predict(tree, active[i])
+            active[i].add(known(name, value))
     model = Model(
         features,
         trees,
         set(fields.keyed) & set(trees),
         columns(sorted(trees)),
         changes,
-        [name for name in order if name in trees],
+        order,
+        factored=True,
     )
     handlers: dict[str, dict[str, Any]] = {}
     for tool, plan in plans.items():
