@@ -14,7 +14,8 @@ What it adds over a bare POST:
 * **Retries** of transport errors and of 408/409/429/500/502/503/504, with exponential backoff
   and full jitter drawn from a ``random.Random`` seeded from ``(seed, attempt)`` (reproducible
   when the request has a seed), honouring ``retry-after-ms`` and ``Retry-After`` (seconds or an
-  HTTP date), capped. The sleeping function is injectable.
+  HTTP date), capped: one retry policy on ``tenacity`` for sync and async requests alike. The
+  sleeping function is injectable.
 * **One error type**, :class:`ChatError` (a :class:`~simforge.policies.base.PolicyUnavailable`),
   for everything that is the endpoint's fault, in one line naming the endpoint, what happened
   and at most 200 characters of the body. A stress run records such an episode as invalid,
@@ -46,13 +47,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from simforge.errors import UsageError, WrongType
 from simforge.policies.base import PolicyUnavailable
 
 if TYPE_CHECKING:
     import httpx
+    import tenacity
 
 __all__ = [
     "RETRY_STATUSES",
@@ -570,10 +572,31 @@ class _Slots:
 # -- the client ------------------------------------------------------------------------------
 
 
-@dataclass
-class _Retry:
-    delay: float
-    reason: str
+class _Retry(Exception):
+    """An attempt's outcome that is worth another attempt after ``delay`` seconds; ``error``
+    is what the request fails with if it was the last one allowed."""
+
+    def __init__(self, delay: float, reason: str, error: ChatError) -> None:
+        super().__init__(reason)
+        self.delay = delay
+        self.reason = reason
+        self.error = error
+
+
+def _wait_asked(state: tenacity.RetryCallState) -> float:
+    """tenacity's wait: the delay the failed attempt asked for (backoff or Retry-After)."""
+    assert state.outcome is not None
+    retry = state.outcome.exception()
+    assert isinstance(retry, _Retry)
+    return retry.delay
+
+
+def _give_up(state: tenacity.RetryCallState) -> NoReturn:
+    """tenacity's last word once the retries are spent: the last attempt's ChatError."""
+    assert state.outcome is not None
+    retry = state.outcome.exception()
+    assert isinstance(retry, _Retry)
+    raise retry.error from retry.error.__cause__
 
 
 class ChatClient:
@@ -589,7 +612,8 @@ class ChatClient:
 
     Retries and timing: attempt ``k`` failing with a transport error or a retried status
     (:data:`RETRY_STATUSES`) sleeps, then tries again, at most ``config.retries`` times; each
-    attempt takes its own concurrency slot, released before the sleep."""
+    attempt takes its own concurrency slot, released before the sleep. One retry policy
+    (:meth:`_retrying`, built on ``tenacity``) drives both the sync and the async attempts."""
 
     def __init__(
         self,
@@ -601,13 +625,16 @@ class ChatClient:
         async_sleep: Callable[[float], Awaitable[object]] | None = None,
     ) -> None:
         import httpx
+        import tenacity
 
         self.config = config
         self._httpx = httpx
+        self._tenacity = tenacity
         self._transport = transport
         self._async_transport = async_transport
-        self._sleep = sleep or time.sleep
-        self._async_sleep = async_sleep or asyncio.sleep
+        # what they return is ignored
+        self._sleep = cast(Callable[[float], None], sleep or time.sleep)
+        self._async_sleep = cast(Callable[[float], Awaitable[None]], async_sleep or asyncio.sleep)
         self._lock = threading.Lock()
         self._client: httpx.Client | None = None
         self._aclient: httpx.AsyncClient | None = None
@@ -657,11 +684,10 @@ class ChatClient:
         seed: int | None,
         latency: float,
         turn: int,
-    ) -> Completion | _Retry:
-        """What one request's outcome means: a completion, a retry after a delay, or (raised)
-        a ChatError."""
+    ) -> Completion:
+        """What one request's outcome means: a completion, or (raised) a :class:`_Retry` that
+        the retry policy retries or gives up on, or a ChatError that is never retried."""
         config = self.config
-        last = attempt > config.retries
         if isinstance(outcome, Exception):
             name = type(outcome).__name__
             detail = f"{name}: {outcome}" if str(outcome) else name
@@ -671,22 +697,21 @@ class ChatClient:
                 what = "unreachable"
             else:
                 what = "request failed"
-            if last or not isinstance(outcome, self._httpx.TransportError):
-                raise _fail(
-                    config.endpoint, f"{what} after {attempt} attempt(s): {detail}",
-                    attempts=attempt,
-                ) from outcome
-            return _Retry(_backoff(config, seed, attempt), detail)
+            error = _fail(config.endpoint, f"{what} after {attempt} attempt(s): {detail}",
+                          attempts=attempt)
+            error.__cause__ = outcome
+            if not isinstance(outcome, self._httpx.TransportError):
+                raise error
+            raise _Retry(_backoff(config, seed, attempt), detail, error)
         status = outcome.status_code
         if status in RETRY_STATUSES:
-            if last:
-                raise _fail(
-                    config.endpoint, f"answered {status} after {attempt} attempt(s)",
-                    outcome.text, status=status, attempts=attempt,
-                )
+            error = _fail(
+                config.endpoint, f"answered {status} after {attempt} attempt(s)",
+                outcome.text, status=status, attempts=attempt,
+            )
             delay = parse_retry_after(outcome.headers, cap=config.retry_after_cap)
-            return _Retry(_backoff(config, seed, attempt) if delay is None else delay,
-                          f"status {status}")
+            raise _Retry(_backoff(config, seed, attempt) if delay is None else delay,
+                         f"status {status}", error)
         if not 200 <= status < 300:
             raise _fail(
                 config.endpoint, f"answered {status} (not retried)", outcome.text,
@@ -694,10 +719,25 @@ class ChatClient:
             )
         return _parse_completion(config, outcome, latency=latency, attempts=attempt, turn=turn)
 
-    def _log_retry(self, step: _Retry, attempt: int) -> None:
+    def _retrying(self) -> dict[str, Any]:
+        """The retry policy, for ``tenacity.Retrying`` and ``AsyncRetrying`` alike: at most
+        ``config.retries`` more attempts after the first, each after the delay the failed
+        attempt asked for; then that attempt's ChatError."""
+        tenacity = self._tenacity
+        return {
+            "stop": tenacity.stop_after_attempt(self.config.retries + 1),
+            "retry": tenacity.retry_if_exception_type(_Retry),
+            "wait": _wait_asked,
+            "before_sleep": self._log_retry,
+            "retry_error_callback": _give_up,
+        }
+
+    def _log_retry(self, state: tenacity.RetryCallState) -> None:
+        assert state.outcome is not None
         log.info(
             "%s: %s; retry %d/%d in %.2f s",
-            self.config.endpoint, step.reason, attempt, self.config.retries, step.delay,
+            self.config.endpoint, state.outcome.exception(), state.attempt_number,
+            self.config.retries, _wait_asked(state),
         )
 
     # -- sync ------------------------------------------------------------------------------
@@ -717,28 +757,23 @@ class ChatClient:
                 )
             client = self._client
         content = self._encode(self.request_body(messages, tools, seed))
-        attempt = 0
-        while True:
-            attempt += 1
-            slot = self._slots.acquire(self.config) if self._slots else None
-            outcome: httpx.Response | Exception
-            try:
-                started = time.perf_counter()
+        for attempt in self._tenacity.Retrying(sleep=self._sleep, **self._retrying()):
+            with attempt:
+                slot = self._slots.acquire(self.config) if self._slots else None
+                outcome: httpx.Response | Exception
                 try:
-                    outcome = client.post(_PATH, content=content, headers=self.headers)
-                except self._httpx.RequestError as exc:
-                    outcome = exc
-                latency = time.perf_counter() - started
-            finally:
-                if slot is not None:
-                    _Slots.release(slot)
-            step = self._judge(
-                outcome, attempt=attempt, seed=seed, latency=latency, turn=len(messages)
-            )
-            if isinstance(step, Completion):
-                return step
-            self._log_retry(step, attempt)
-            self._sleep(step.delay)
+                    started = time.perf_counter()
+                    try:
+                        outcome = client.post(_PATH, content=content, headers=self.headers)
+                    except self._httpx.RequestError as exc:
+                        outcome = exc
+                    latency = time.perf_counter() - started
+                finally:
+                    if slot is not None:
+                        _Slots.release(slot)
+                return self._judge(outcome, attempt=attempt.retry_state.attempt_number,
+                                   seed=seed, latency=latency, turn=len(messages))
+        raise AssertionError("unreachable: the retry policy returns or raises")
 
     def close(self) -> None:
         with self._lock:
@@ -773,28 +808,24 @@ class ChatClient:
         """:meth:`complete` without blocking the event loop."""
         client = self._async_client()
         content = self._encode(self.request_body(messages, tools, seed))
-        attempt = 0
-        while True:
-            attempt += 1
-            slot = await self._slots.aacquire(self.config) if self._slots else None
-            outcome: httpx.Response | Exception
-            try:
-                started = time.perf_counter()
+        retrying = self._tenacity.AsyncRetrying(sleep=self._async_sleep, **self._retrying())
+        async for attempt in retrying:
+            with attempt:
+                slot = await self._slots.aacquire(self.config) if self._slots else None
+                outcome: httpx.Response | Exception
                 try:
-                    outcome = await client.post(_PATH, content=content, headers=self.headers)
-                except self._httpx.RequestError as exc:
-                    outcome = exc
-                latency = time.perf_counter() - started
-            finally:
-                if slot is not None:
-                    _Slots.release(slot)
-            step = self._judge(
-                outcome, attempt=attempt, seed=seed, latency=latency, turn=len(messages)
-            )
-            if isinstance(step, Completion):
-                return step
-            self._log_retry(step, attempt)
-            await self._async_sleep(step.delay)
+                    started = time.perf_counter()
+                    try:
+                        outcome = await client.post(_PATH, content=content, headers=self.headers)
+                    except self._httpx.RequestError as exc:
+                        outcome = exc
+                    latency = time.perf_counter() - started
+                finally:
+                    if slot is not None:
+                        _Slots.release(slot)
+                return self._judge(outcome, attempt=attempt.retry_state.attempt_number,
+                                   seed=seed, latency=latency, turn=len(messages))
+        raise AssertionError("unreachable: the retry policy returns or raises")
 
     async def aclose(self) -> None:
         self.close()
