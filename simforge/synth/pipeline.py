@@ -43,7 +43,12 @@ from simforge.synth.learn import timing
 from simforge.synth.learn.declared_setup import initial_state as setup_initial
 from simforge.synth.learn.declared_setup import learn_setup
 from simforge.synth.learn.handler_choice import Learner, share_not_found
-from simforge.synth.learn.json_schemas import infer_schema, json_type, open_field_names
+from simforge.synth.learn.json_schemas import (
+    infer_schema,
+    json_type,
+    open_field_names,
+    value_type,
+)
 from simforge.synth.learn.observations import (
     CallObservation,
     EpisodeState,
@@ -140,7 +145,7 @@ def version_conflicts(episodes: list[Episode]) -> list[str]:
     for episode in episodes:
         for call in episode.tool_calls:
             args = call.args if isinstance(call.args, dict) else {}
-            sig = {k: _jtype(v) for k, v in args.items()}
+            sig = {k: value_type(v) for k, v in args.items()}
             groups = shapes.setdefault(call.tool, [])
             for i, (keys, n) in enumerate(groups):
                 if _compatible(keys, sig):
@@ -165,23 +170,12 @@ def version_conflicts(episodes: list[Episode]) -> list[str]:
         for episode in episodes:
             for call in episode.tool_calls:
                 args = call.args if isinstance(call.args, dict) else {}
-                sig = {k: _jtype(v) for k, v in args.items()}
+                sig = {k: value_type(v) for k, v in args.items()}
                 for (tool, shape), new in assignment.items():
                     if call.tool == tool and _compatible(dict(shape), sig):
                         call.tool = new
                         break
     return messages
-
-
-def _jtype(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    names: dict[type, str] = {str: "string", list: "array", dict: "object"}
-    return names.get(type(value), "any")
 
 
 def _compatible(a: dict[str, str], b: dict[str, str]) -> bool:
@@ -754,7 +748,7 @@ def _field_schemas(rows: Iterable[dict[str, Any]]) -> dict[str, str]:
     fields: dict[str, str] = {}
     for i, row in enumerate(rows):
         for k, v in row.items():
-            kind = _jtype(v)
+            kind = value_type(v)
             if fields.get(k) in (None, "null"):
                 fields[k] = kind
         if i > 500:
