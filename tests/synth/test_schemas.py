@@ -6,10 +6,9 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from genson import SchemaBuilder
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from genson import SchemaBuilder
 
 from simforge.synth.learn.json_schemas import (
     infer_schema,
