@@ -47,9 +47,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from simforge.errors import UsageError, WrongType
+from simforge.errors import InfrastructureError, UsageError, WrongType
 from simforge.policies.base import PolicyUnavailable
 
 if TYPE_CHECKING:
@@ -572,9 +572,10 @@ class _Slots:
 # -- the client ------------------------------------------------------------------------------
 
 
-class _Retry(Exception):
+class _Retry(InfrastructureError):
     """An attempt's outcome that is worth another attempt after ``delay`` seconds; ``error``
-    is what the request fails with if it was the last one allowed."""
+    is what the request fails with if it was the last one allowed (the retry policy raises
+    that instead: a ``_Retry`` never leaves :class:`ChatClient`)."""
 
     def __init__(self, delay: float, reason: str, error: ChatError) -> None:
         super().__init__(reason)
@@ -591,12 +592,12 @@ def _wait_asked(state: tenacity.RetryCallState) -> float:
     return retry.delay
 
 
-def _give_up(state: tenacity.RetryCallState) -> NoReturn:
-    """tenacity's last word once the retries are spent: the last attempt's ChatError."""
+def _spent(state: tenacity.RetryCallState) -> ChatError:
+    """What a request whose retries are spent fails with: its last attempt's ChatError."""
     assert state.outcome is not None
     retry = state.outcome.exception()
     assert isinstance(retry, _Retry)
-    raise retry.error from retry.error.__cause__
+    return retry.error
 
 
 class ChatClient:
@@ -729,7 +730,7 @@ class ChatClient:
             "retry": tenacity.retry_if_exception_type(_Retry),
             "wait": _wait_asked,
             "before_sleep": self._log_retry,
-            "retry_error_callback": _give_up,
+            "retry_error_callback": lambda state: None,  # the caller raises _spent(state)
         }
 
     def _log_retry(self, state: tenacity.RetryCallState) -> None:
@@ -773,7 +774,8 @@ class ChatClient:
                         _Slots.release(slot)
                 return self._judge(outcome, attempt=attempt.retry_state.attempt_number,
                                    seed=seed, latency=latency, turn=len(messages))
-        raise AssertionError("unreachable: the retry policy returns or raises")
+        error = _spent(attempt.retry_state)
+        raise error from error.__cause__
 
     def close(self) -> None:
         with self._lock:
@@ -825,7 +827,8 @@ class ChatClient:
                         _Slots.release(slot)
                 return self._judge(outcome, attempt=attempt.retry_state.attempt_number,
                                    seed=seed, latency=latency, turn=len(messages))
-        raise AssertionError("unreachable: the retry policy returns or raises")
+        error = _spent(attempt.retry_state)
+        raise error from error.__cause__
 
     async def aclose(self) -> None:
         self.close()

@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from simforge.errors import UserError
 from simforge.synth.expr.joins import joined
 from simforge.world.frozen import FrozenDict
 
@@ -685,7 +686,7 @@ FORMS: dict[str, Form] = {
 _EVALUATE = {name: form.evaluate for name, form in FORMS.items()}
 
 
-class ExprError(ValueError):
+class ExprError(UserError, ValueError):
     """A malformed expression, naming where it is (a JSON path) and the form it breaks."""
 
 
