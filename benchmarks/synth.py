@@ -202,16 +202,20 @@ def real(shared: Path, seeds: int) -> None:
                 flush=True,
             )
         out = Path(tmp) / "airline-all"
-        for drift in (False, True):
-            result = fidelity(out, [shared / OLDER], drift=drift)
+        conditions = (
+            ("without drift", False, False),
+            ("with schema drift and error wording", True, False),
+            ("with schema drift, error wording and behaviour, cross-fitted", True, True),
+        )
+        for label, drift, behaviour in conditions:
+            result = fidelity(out, [shared / OLDER], drift=drift, behaviour=behaviour)
             print(
-                f"\ntau-bench gpt-4o airline against the tau2 airline pack "
-                f"({'with' if drift else 'without'} schema drift): reads "
+                f"\ntau-bench gpt-4o airline against the tau2 airline pack ({label}): reads "
                 f"{_cell(result['reads'])}, writes {_cell(result['writes'])}, errors "
                 f"{_cell(result['errors'])}"
             )
-            if drift:
-                print(f"drift learned: {json.dumps(result.get('drift'))}")
+        print(f"drift learned: {json.dumps(result.get('drift'))}")
+        print(f"behaviour learned per half: {json.dumps(result.get('drift_behaviour'))}")
 
 
 def main() -> None:

@@ -15,8 +15,10 @@ from typing import Any as _Any
 from simforge.env import Action, ActionError, SimforgeEnv, make
 from simforge.env.gym_hook import register_when_imported as _register_when_imported
 from simforge.errors import InfrastructureError, PluginError, SimforgeError, UserError
+from simforge.plugins import PLUGINS as _PLUGINS
 from simforge.scenario import Scenario, ScenarioError, ScenarioRegistry, load_pack, load_scenario
 from simforge.scoring import Rubric, Score, Verdict, validator
+from simforge.scoring.plugins import load_validator_plugins as _load_validator_plugins
 from simforge.sim import Budgets, CallRequest, Session
 from simforge.tools import (
     Constant,
@@ -33,9 +35,8 @@ from simforge.tools import (
     tool,
 )
 from simforge.trace import Episode, ToolCall, Trajectory
+from simforge.version import __version__ as __version__
 from simforge.world import EntitySchema, World, entity, entity_base
-
-__version__ = "0.1.0"
 
 _LAZY = {
     "RunStore": "simforge.runs.store",
@@ -56,6 +57,21 @@ def __getattr__(name: str) -> _Any:
     value = getattr(import_module(module), name)
     globals()[name] = value
     return value
+
+
+def _load_synthesized_pack(folder: _Any) -> _Any:
+    """A pack that ``simforge synth`` wrote (``pack.yaml`` and plain files); the synth layer
+    is imported on the first such pack, not with the package."""
+    from simforge.synth.pack.loader import load_synth_pack
+
+    return load_synth_pack(folder)
+
+
+# The default plugin registry's wiring (simforge.plugins): the layers that load scenarios and
+# packs cannot import the synth layer or the scorer's plugin loading, so the package root, which
+# sits above every layer, hands them over.
+_PLUGINS.pack_formats.register("pack.yaml", _load_synthesized_pack)
+_PLUGINS.add_source("validator plugins", _load_validator_plugins)
 
 
 def _register_with_gymnasium() -> None:

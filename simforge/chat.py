@@ -16,7 +16,7 @@ What it adds over a bare POST:
   when the request has a seed), honouring ``retry-after-ms`` and ``Retry-After`` (seconds or an
   HTTP date), capped: one retry policy on ``tenacity`` for sync and async requests alike. The
   sleeping function is injectable.
-* **One error type**, :class:`ChatError` (a :class:`~simforge.policies.base.PolicyUnavailable`),
+* **One error type**, :class:`ChatError` (a :class:`~simforge.errors.PolicyUnavailable`),
   for everything that is the endpoint's fault, in one line naming the endpoint, what happened
   and at most 200 characters of the body. A stress run records such an episode as invalid,
   never as the agent's failure.
@@ -49,8 +49,7 @@ from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from simforge.errors import InfrastructureError, UsageError, WrongType
-from simforge.policies.base import PolicyUnavailable
+from simforge.errors import InfrastructureError, PolicyUnavailable, UsageError, WrongType
 
 if TYPE_CHECKING:
     import httpx

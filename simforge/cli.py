@@ -54,10 +54,10 @@ def run(
 ) -> None:
     """Run a scenario's tasks with a policy over seeds; print results."""
     from simforge.env import make
-    from simforge.policies.specs import build_policy
     from simforge.runs import run_episode
     from simforge.runs.cli import run_errors
     from simforge.runs.matrix import seeds_for
+    from simforge.runs.specs import build_policy
 
     with run_errors():
         env = make(scenario, faults=faults, user=user)

@@ -17,7 +17,7 @@
     │   ├── ActionError           (env.action) an agent's action that is not one
     │   ├── SessionClosed         (sim.session) a step after the episode ended
     │   ├── SeedDataError         (world.schema) seed rows that do not fit their entity
-    │   ├── BackgroundError       (faults.background) background load that cannot run
+    │   ├── BackgroundError       (sim.background) background load that cannot run
     │   ├── OfferError            (scenario.offer) a tool offer that names no tool
     │   ├── StrictSchemaError     (tools.spec) a schema strict mode cannot express
     │   ├── DepthError            (jsonio) JSON nested deeper than the limit
@@ -26,7 +26,7 @@
     │   └── NothingToLearn, PackFormatError, SnapshotError, ExprError   (synth) inputs, pack files
     ├── InfrastructureError       what simforge depends on failed
     │   ├── StoreError            (runs.store) a run store that cannot be reached or used
-    │   ├── PolicyUnavailable     (policies.base) a model endpoint; ChatError (chat)
+    │   ├── PolicyUnavailable     what a policy depends on (a model endpoint); ChatError (chat)
     │   ├── SimulatedUserError    (users.base) the simulated user's endpoint
     │   └── RayUnavailable        (runs.ray_backend)
     ├── ToolError                 (tools.errors) a tool's error answer inside the simulation
@@ -82,3 +82,10 @@ __all__ = [
     "UserError",
     "WrongType",
 ]
+
+
+class PolicyUnavailable(InfrastructureError, RuntimeError):
+    """What a policy depends on failed (an LLM endpoint, a harness's tool server): not the
+    agent's fault, so a stress run records the episode as invalid, and ``simforge run`` stops
+    with the reason in one line. (Defined here, not with the policies, because the chat client
+    below them raises it too.)"""

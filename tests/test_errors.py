@@ -54,7 +54,7 @@ def test_every_exception_simforge_defines_is_in_the_tree():
     ("simforge.trace.errors.TraceFormatError", UserError, Exception),
     ("simforge.trace.errors.FormatPluginError", PluginError, Exception),
     ("simforge.world.schema.SeedDataError", UserError, ValueError),
-    ("simforge.faults.background.BackgroundError", UserError, ValueError),
+    ("simforge.sim.background.BackgroundError", UserError, ValueError),
     ("simforge.jsonio.DepthError", UserError, ValueError),
     ("simforge.sim.session.SessionClosed", UserError, RuntimeError),
     ("simforge.tools.errors.ToolDefinitionError", PluginError, TypeError),
@@ -116,7 +116,7 @@ BUILTIN_RAISES_ALLOWED = {
     ("simforge/trace/formats/otlp.py", "attributes"): "inside a record: becomes a TraceError",
     ("simforge/trace/formats/otlp.py", "_spans_of_resource"):
         "inside a record: becomes a TraceError",
-    ("simforge/policies/harness.py", "act"): "a caller's bug: the loop plays it by episode",
+    ("simforge/runs/harness.py", "act"): "a caller's bug: the loop plays it by episode",
 }
 """Where simforge raises a built-in exception itself, with the reason. Everywhere else, an error
 a caller can meet is one of the tree's, so the CLI's ``except UserError`` sees bad input and a

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from simforge.audit.context import AuditContext, Episode
+from simforge.audit.context import AuditContext, Episode, is_distinctive
 from simforge.faults.library import resolve_profile
 from simforge.scoring import Rubric, combine
 
@@ -264,21 +264,6 @@ def adversaries(ctx: AuditContext) -> list[str]:
 def _holds(text: str, value: str) -> bool:
     """``value`` appears in ``text`` as a whole token (``10000`` is not in ``1000000``)."""
     return re.search(rf"(?<![\w.]){re.escape(value)}(?![\w])", text) is not None
-
-
-_ID = re.compile(r"^[A-Z][A-Z0-9]{0,5}-\d{2,}$")
-_NUMBER = re.compile(r"^-?\d[\d,]*(\.\d+)?$")
-
-
-def is_distinctive(value: str) -> bool:
-    """A value specific to one task, worth scanning for: an entity id (``O-9001``), an amount
-    or count with three or more digits (``149.99``), or a long code with digits. Domain words
-    (``tier-2``, ``refunded``) are the API's vocabulary, not ground truth."""
-    if _ID.match(value):
-        return True
-    if _NUMBER.match(value):
-        return sum(ch.isdigit() for ch in value) >= 3
-    return len(value) >= 12 and any(ch.isdigit() for ch in value) and " " not in value
 
 
 __all__ = ["CHECKS", "CheckResult", "Episode", "check", "is_distinctive"]

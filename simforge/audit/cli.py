@@ -1,4 +1,5 @@
-"""`simforge audit`: screen environments before anyone trains on them."""
+"""`simforge audit`: screen environments before anyone trains on them; `simforge fidelity`:
+replay recorded calls against a synthesized pack (:mod:`simforge.audit.fidelity`)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,13 @@ import sys
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from simforge.console import make_console
 
 console = make_console()
+err_console = make_console(stderr=True)
 
 
 def audit_command(
@@ -89,5 +92,72 @@ def audit_command(
         raise typer.Exit(1)
 
 
+def fidelity_command(
+    pack: Path = typer.Argument(..., help="A pack directory written by `simforge synth`."),
+    traces: list[Path] = typer.Argument(..., help="Trace files whose calls to replay."),
+    holdout_only: bool = typer.Option(
+        False, "--holdout-only", help="Only the episodes the pack held out."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
+    no_drift: bool = typer.Option(
+        False,
+        "--no-drift",
+        help="Compare answers in the pack's own schema, without learning renamed or "
+        "omitted fields of the traces' generation.",
+    ),
+) -> None:
+    """Replay every recorded call against the pack and count exact answers."""
+    from simforge.audit.fidelity import fidelity, holdout_ids
+    from simforge.synth.pack.files import PackFormatError
+
+    try:
+        only = holdout_ids(pack) if holdout_only else None
+        result = fidelity(pack, traces, only=only, drift=not no_drift)
+    except PackFormatError as exc:
+        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False,
+                          soft_wrap=True)
+        raise typer.Exit(2) from None
+    if as_json:
+        console.print_json(json.dumps(result))
+        return
+    table = Table(title=f"fidelity of {pack} ({result['episodes']} episodes)")
+    for column in ("tool", "kind", "reads", "writes", "errors"):
+        table.add_column(column)
+
+    def cell(bucket: dict[str, object]) -> str:
+        return f"{bucket['exact']}/{bucket['calls']}" if bucket["calls"] else ""
+
+    for tool, entry in result["by_tool"].items():
+        table.add_row(
+            tool,
+            entry["kind"],
+            cell(entry["reads"]),
+            cell(entry["writes"]),
+            cell(entry["errors"]),
+        )
+    table.add_row(
+        "[bold]all",
+        "",
+        *(
+            f"[bold]{cell(result[k])} ({result[k]['rate']})"
+            for k in ("reads", "writes", "errors")
+        ),
+    )
+    console.print(table)
+    reward = result["reward"]
+    confusion = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in reward["confusion"].items())
+    console.print(
+        f"reward agreement: {reward['agree']}/{reward['episodes']} scored episodes "
+        f"({reward['rate']}); {confusion}",
+        highlight=False,
+    )
+    for tool, paths in (result.get("drift") or {}).items():
+        for path, rule in paths.items():
+            console.print(f"schema drift {tool} {path or '.'}: {rule}", highlight=False)
+    for word, theirs in (result.get("drift_words") or {}).items():
+        console.print(f"error wording drift: {word!r} -> {theirs!r}", highlight=False)
+
+
 def register(app: typer.Typer) -> None:
     app.command("audit")(audit_command)
+    app.command("fidelity")(fidelity_command)

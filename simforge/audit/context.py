@@ -3,16 +3,17 @@ environments, a canary variant of the scenario, and the counts behind the fault 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from simforge.env.action import parse_action
 from simforge.env.core import SimforgeEnv
 from simforge.faults.rules import FaultRule
-from simforge.policies import POLICIES
-from simforge.policies.specs import build_policy
+from simforge.runs.specs import POLICIES, build_policy
 from simforge.scenario.model import Task
 from simforge.scenario.registry import LoadedScenario
 from simforge.scoring import Verdict
@@ -213,8 +214,8 @@ class AuditContext:
         )
         task = self.task.model_copy(update={"expected": expected})
         tasks = [task if t.id == task.id else t for t in self.scenario.tasks]
-        variant = LoadedScenario(
-            self.scenario.model_copy(update={"tasks": tasks}), self.loaded.pack, self.loaded.path
+        variant = dataclasses.replace(
+            self.loaded, scenario=self.scenario.model_copy(update={"tasks": tasks})
         )
         hits = []
         policies = [p for p in ("oracle", "noop", "cheater", "random")
@@ -228,8 +229,6 @@ class AuditContext:
         return hits
 
     def distinctive_expected_values(self) -> list[str]:
-        from simforge.audit.checks import is_distinctive
-
         expected = self.task.expected
         values: list[Any] = [o for o in expected.outputs if not o.startswith("re:")]
         for rows in expected.state.values():
@@ -267,3 +266,18 @@ class AuditContext:
                     closed += 1
             fired += sum(1 for f in ep.fired if f.get("rule") == rule.id)
         return eligible, fired, closed
+
+
+_ID = re.compile(r"^[A-Z][A-Z0-9]{0,5}-\d{2,}$")
+_NUMBER = re.compile(r"^-?\d[\d,]*(\.\d+)?$")
+
+
+def is_distinctive(value: str) -> bool:
+    """A value specific to one task, worth scanning for: an entity id (``O-9001``), an amount
+    or count with three or more digits (``149.99``), or a long code with digits. Domain words
+    (``tier-2``, ``refunded``) are the API's vocabulary, not ground truth."""
+    if _ID.match(value):
+        return True
+    if _NUMBER.match(value):
+        return sum(ch.isdigit() for ch in value) >= 3
+    return len(value) >= 12 and any(ch.isdigit() for ch in value) and " " not in value

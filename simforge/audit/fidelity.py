@@ -27,12 +27,19 @@ reach its expected state (``state_matches`` passes).
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable
+import zlib
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from simforge.synth.expr.language import same
-from simforge.synth.learn.schema_drift import Drift, learn_drift, learn_wording
+from simforge.synth.learn.schema_drift import (
+    Behaviour,
+    BehaviourVotes,
+    Drift,
+    learn_drift,
+    learn_wording,
+)
 from simforge.synth.pack.files import SCENARIO
 from simforge.synth.pack.loader import load_synth_pack
 from simforge.tools.context import ToolContext
@@ -90,13 +97,16 @@ def fidelity(
     episodes: list[Episode] | None = None,
     only: set[str] | None = None,
     drift: bool = True,
+    behaviour: bool = True,
 ) -> dict[str, Any]:
     """``{"reads", "writes", "errors": {"calls", "exact", "rate"}, "by_tool", "episodes",
     "reward"}`` (and ``"drift"`` when the traces' generation names or omits fields otherwise
     than the pack's, ``"drift_words"`` when it words refusals otherwise, see
     :mod:`simforge.synth.learn.schema_drift`);
     ``only``: episode ids to measure (the pack's holdout, say); ``drift=False`` compares
-    answers as the pack gives them."""
+    answers as the pack gives them; ``behaviour=False`` learns the shapes and wording of
+    another generation but not its behaviour (``"drift_behaviour"``: kept fields, a missing
+    tool's constant answer, each half of the tasks measured with what the other half taught)."""
     folder = Path(folder)
     pack = load_synth_pack(folder)
     tasks = _tasks(folder)
@@ -105,29 +115,21 @@ def fidelity(
     chosen = [e for e in episodes if e.tool_calls and (only is None or e.id in only)]
     shapes = _drift(folder, chosen) if drift else Drift()
     declared = _declared_start(folder, pack)
+
+    def start(episode: Episode) -> World:
+        task = tasks.get(episode.id)
+        initial = task.initial_state if task else declared(episode)
+        return World(pack.schemas, _initial(pack, initial))
+
+    # behaviour differs only between generations, which the shapes tell apart
+    folds = _behaviour(pack, chosen, start) if shapes and behaviour else {}
     totals = {"reads": _bucket(), "writes": _bucket(), "errors": _bucket()}
     by_tool: dict[str, dict[str, Any]] = {}
-    measured = 0
-    for episode in episodes:
-        if not episode.tool_calls or (only is not None and episode.id not in only):
-            continue
-        measured += 1
-        task = tasks.get(episode.id)
-        start = task.initial_state if task else declared(episode)
-        world = World(pack.schemas, _initial(pack, start))
-        rng = random.Random(0)
-        for n, call in enumerate(episode.tool_calls):
-            tool = pack.catalog.get(call.tool)
-            kind = tool.spec.kind if tool is not None else "read"
+    for episode in chosen:
+        learned = folds.get(_fold(episode), Behaviour())
+        for call, kind, value, ok in _replay_calls(pack, start(episode), episode, learned):
             category = "errors" if call.error is not None else f"{kind}s"
             entry = by_tool.setdefault(call.tool, {"kind": kind, **{k: _bucket() for k in totals}})
-            ok, value = False, None
-            if tool is not None:
-                ctx = ToolContext(world, float(n), rng, tool=call.tool, call_id=call.call_id)
-                try:
-                    value, ok = tool.invoke(ctx, call.args if call.args is not None else {}), True
-                except ToolError as exc:
-                    value = exc.message
             if call.error is not None:
                 exact = not ok and shapes.adapt_error(str(value)) == call.error
             else:
@@ -143,14 +145,90 @@ def fidelity(
     out = {
         **totals,
         "by_tool": dict(sorted(by_tool.items())),
-        "episodes": measured,
+        "episodes": len(chosen),
         "reward": reward_agreement(folder, chosen),
     }
     if shapes.tools:
         out["drift"] = shapes.to_json()
     if shapes.words:
         out["drift_words"] = shapes.words
+    taught = {str(k): b.to_json() for k, b in sorted(folds.items()) if b}
+    if taught:
+        out["drift_behaviour"] = taught
     return out
+
+
+FOLDS = 2
+
+
+def _fold(episode: Episode) -> int:
+    """Which half of the tasks an episode belongs to (every trial of a task in one half)."""
+    key = str(episode.task.id if episode.task.id is not None else episode.id)
+    return zlib.crc32(key.encode()) % FOLDS
+
+
+def _replay_calls(
+    pack: Pack, world: World, episode: Episode, behaviour: Behaviour, votes: Any = None
+) -> Iterator[tuple[Any, str, Any, bool]]:
+    """Each recorded call run through the pack in recorded order: ``(call, kind, value,
+    ok)``, ``value`` the answer or the refusal's text. ``behaviour``: what the traces'
+    generation does otherwise (kept fields restored, a missing tool's constant answer);
+    ``votes``: a :class:`BehaviourVotes` to learn it from these calls instead."""
+    rng = random.Random(0)
+    written: set[tuple[str, str]] = set()
+    for n, call in enumerate(episode.tool_calls):
+        tool = pack.catalog.get(call.tool)
+        kind = tool.spec.kind if tool is not None else "read"
+        ok, value = False, None
+        if tool is None:
+            if votes is not None:
+                votes.unknown(call.tool, call.result, call.error)
+            if call.tool in behaviour.constant:
+                ok, value = True, behaviour.constant[call.tool]
+            yield call, kind, value, ok
+            continue
+        mark = world.log_length
+        ctx = ToolContext(world, float(n), rng, tool=call.tool, call_id=call.call_id)
+        try:
+            value, ok = tool.invoke(ctx, call.args if call.args is not None else {}), True
+        except ToolError as exc:
+            value = exc.message
+        if ok and kind == "write":
+            for change in world.diff_from(mark):
+                if change.op != "updated":
+                    continue
+                if (
+                    votes is not None
+                    and call.error is None
+                    and (change.entity, change.id) not in written
+                ):
+                    # a row the pack wrote before may already differ from what the other
+                    # generation held: only a first write compares like with like
+                    votes.write(call.tool, change.entity, change.fields, value, call.result)
+                written.add((change.entity, change.id))
+                kept = {
+                    name: old
+                    for name, (old, _) in change.fields.items()
+                    if name in behaviour.fields_kept(call.tool, change.entity)
+                }
+                if kept:
+                    world.update(change.entity, change.id, kept, now=float(n))
+                    if isinstance(value, dict):
+                        value = {**value, **{k: v for k, v in kept.items() if k in value}}
+        yield call, kind, value, ok
+
+
+def _behaviour(pack: Pack, episodes: list[Episode], start: Any) -> dict[int, Behaviour]:
+    """Per fold, the behaviour learned from the episodes of the other folds: no episode is
+    measured with what its own answers taught."""
+    votes = {k: BehaviourVotes() for k in range(FOLDS)}
+    for episode in episodes:
+        fold = _fold(episode)
+        learner = [v for k, v in votes.items() if k != fold]
+        for vote in learner:
+            for _ in _replay_calls(pack, start(episode), episode, Behaviour(), vote):
+                pass
+    return {k: v.learn() for k, v in votes.items()}
 
 
 def _declared_start(folder: Path, pack: Pack) -> Any:

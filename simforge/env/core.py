@@ -30,7 +30,7 @@ from simforge.env.initial import task_base
 from simforge.errors import NotReady, UsageError
 from simforge.faults.library import resolve_profile
 from simforge.scenario.model import Task
-from simforge.scenario.registry import LoadedScenario, default_registry
+from simforge.scenario.registry import LoadedScenario
 from simforge.scoring import Rubric, Score, ScoringContext, default_validators, score
 from simforge.sim.calls import CallOutcome
 from simforge.sim.session import Budgets, CallRequest, Session
@@ -380,6 +380,7 @@ class SimforgeEnv:
             self.task,
             tools=self.pack.catalog,
             budgets=self.scenario.budgets.model_dump(),
+            plugins=self.loaded.plugins,
         )
         extra = [
             (v.name, dict(v.params)) for v in [*self.scenario.validators, *self.task.validators]
@@ -425,29 +426,3 @@ def _split_tasks(tasks: Sequence[Task], split: str | None, scenario: str) -> lis
         counts = {s: sum(t.split == s for t in tasks) for s in SPLITS}
         raise UsageError(f"scenario {scenario!r} has no task in the {split!r} split ({counts})")
     return chosen
-
-
-def make(
-    scenario_id: str | Sequence[str],
-    *,
-    task: str | None = None,
-    faults: str | None = None,
-    split: Split | None = None,
-    user: User | str | None = None,
-    strict_tools: bool = False,
-) -> Any:
-    """The environment of a registered scenario (``domain/name-vN``) or a scenario YAML path,
-    optionally under a fault profile (a built-in name, the scenario's own, or a YAML path).
-    Given a list of scenarios, one environment over all their tasks
-    (:class:`~simforge.env.pool.TaskPool`)."""
-    if not isinstance(scenario_id, str):
-        from simforge.env.pool import TaskPool
-
-        if task is not None:
-            raise UsageError("make([...]): a pool samples its tasks; pass reset(options=...)")
-        return TaskPool(list(scenario_id), faults=faults, split=split, user=user,
-                        strict_tools=strict_tools)
-    return SimforgeEnv(
-        default_registry.get(scenario_id), task=task, faults=faults, split=split, user=user,
-        strict_tools=strict_tools,
-    )

@@ -51,7 +51,8 @@ from gymnasium.error import CustomSpaceError
 from gymnasium.vector.utils import shared_memory as _shared_memory
 
 from simforge.env.action import ActionError, parse_action
-from simforge.env.core import SimforgeEnv, make
+from simforge.env.core import SimforgeEnv
+from simforge.env.pool import make
 from simforge.errors import NotReady, UsageError, WrongType
 
 if TYPE_CHECKING:
@@ -70,7 +71,7 @@ def _dump(value: Any) -> str:
 
 @dataclass(frozen=True)
 class PackRef:
-    """A pack folder served on its own (``simforge.serve.sessions.sandbox_scenario``)."""
+    """A pack folder served on its own (``simforge.scenario.registry.sandbox_scenario``)."""
 
     path: str
 
@@ -83,7 +84,7 @@ def open_scenario(ref: Any) -> LoadedScenario:
     """The loaded scenario a reference names: a registered id or a YAML path (``str`` or
     ``os.PathLike``), a :class:`PackRef` or a :class:`~simforge.tools.pack.Pack` (served as a
     sandbox: one free task over all its tools), or a ``LoadedScenario`` itself."""
-    from simforge.scenario.registry import LoadedScenario, default_registry
+    from simforge.scenario.registry import LoadedScenario, default_registry, sandbox_scenario
     from simforge.tools.pack import Pack
 
     if isinstance(ref, LoadedScenario):
@@ -92,7 +93,6 @@ def open_scenario(ref: Any) -> LoadedScenario:
         return ref.loaded
     if isinstance(ref, PackRef | Pack):
         from simforge.scenario import load_pack
-        from simforge.serve.sessions import sandbox_scenario
 
         pack = ref if isinstance(ref, Pack) else load_pack(ref.path)
         return sandbox_scenario(pack)

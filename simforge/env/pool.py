@@ -1,4 +1,5 @@
-"""Several scenarios as one environment: one pool of tasks for a trainer.
+"""Several scenarios as one environment: one pool of tasks for a trainer; and :func:`make`,
+which gives an environment of one scenario or a pool of several.
 
 ``simforge.make(["acme/refund-damaged-order-v1", "synth/retail-v1"])`` gives a
 :class:`TaskPool` with the API of :class:`~simforge.env.core.SimforgeEnv`. Its tasks are named
@@ -94,3 +95,27 @@ class TaskPool:
         for env in self.envs.values():
             env.close()
         self.current = None
+
+
+def make(
+    scenario_id: str | Sequence[str],
+    *,
+    task: str | None = None,
+    faults: str | None = None,
+    split: Split | None = None,
+    user: User | str | None = None,
+    strict_tools: bool = False,
+) -> Any:
+    """The environment of a registered scenario (``domain/name-vN``) or a scenario YAML path,
+    optionally under a fault profile (a built-in name, the scenario's own, or a YAML path).
+    Given a list of scenarios, one environment over all their tasks
+    (:class:`~simforge.env.pool.TaskPool`)."""
+    if not isinstance(scenario_id, str):
+        if task is not None:
+            raise UsageError("make([...]): a pool samples its tasks; pass reset(options=...)")
+        return TaskPool(list(scenario_id), faults=faults, split=split, user=user,
+                        strict_tools=strict_tools)
+    return SimforgeEnv(
+        default_registry.get(scenario_id), task=task, faults=faults, split=split, user=user,
+        strict_tools=strict_tools,
+    )

@@ -24,6 +24,7 @@ from simforge.faults.effects import HOOKS, Wrapper
 from simforge.faults.kinds import NETWORK_KINDS, FaultKind, Rewrite, Stage
 from simforge.faults.surface import SURFACE_KINDS
 from simforge.faults.wire import WIRE_KINDS
+from simforge.plugins import PLUGINS
 
 GROUP = "simforge.faults"
 BUILTIN: tuple[type[FaultKind], ...] = (*NETWORK_KINDS, *WIRE_KINDS, *DATA_KINDS, *SURFACE_KINDS)
@@ -84,8 +85,11 @@ def _collect() -> dict[str, type[FaultKind]]:
     return kinds
 
 
-KINDS: dict[str, type[FaultKind]] = _collect()
-"""Every fault kind by name, built-ins first."""
+KINDS: dict[str, type[FaultKind]] = PLUGINS.fault_kinds
+"""Every fault kind by name, built-ins first (the default registry's table,
+:data:`simforge.plugins.PLUGINS`); the set is closed once collected: ``Fault`` below is the
+discriminated union of exactly these."""
+KINDS.update(_collect())
 
 Fault = Annotated[Union[tuple(KINDS.values())], Field(discriminator="kind")]  # type: ignore[valid-type]  # noqa: UP007
 """A rule's ``fault``: any registered kind, told apart by ``kind``."""

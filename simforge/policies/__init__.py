@@ -1,29 +1,12 @@
-"""Policies: scripted baselines (and, later, LLM agents and external harnesses)."""
+"""Policies: the oracle, the no-op, scripted baselines, the cheater, adversaries, an LLM agent.
+Built from a spec (``NAME`` or ``NAME:ARGUMENT``) by :mod:`simforge.policies.specs`; the
+external harness is the runs layer's (:mod:`simforge.runs.harness`, :mod:`simforge.runs.specs`).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from importlib import import_module
-
-from simforge.config import NotFound
 from simforge.policies.base import Policy
 from simforge.policies.scripted import NOOP_ANSWER, NoopPolicy, OraclePolicy
-from simforge.policies.specs import BASELINES
-
-POLICIES: dict[str, Callable[[], Policy]] = {
-    "oracle": OraclePolicy,
-    "noop": NoopPolicy,
-    **BASELINES,
-    "cheater": lambda: import_module("simforge.policies.cheater").CheaterPolicy(),
-}
-
-
-def get_policy(name: str) -> Policy:
-    try:
-        factory = POLICIES[name]
-    except KeyError:
-        raise NotFound(f"unknown policy {name!r}; available: {sorted(POLICIES)}") from None
-    return factory()
-
+from simforge.policies.specs import POLICIES, get_policy
 
 __all__ = ["NOOP_ANSWER", "POLICIES", "NoopPolicy", "OraclePolicy", "Policy", "get_policy"]

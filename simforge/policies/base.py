@@ -14,14 +14,8 @@ from __future__ import annotations
 import inspect
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from simforge.errors import InfrastructureError
+from simforge.errors import PolicyUnavailable as PolicyUnavailable  # re-exported
 from simforge.scenario.model import Task
-
-
-class PolicyUnavailable(InfrastructureError, RuntimeError):
-    """What a policy depends on failed (an LLM endpoint, a harness's tool server): not the
-    agent's fault, so a stress run records the episode as invalid, and ``simforge run`` stops
-    with the reason in one line."""
 
 
 @runtime_checkable

@@ -3,18 +3,22 @@ can rebuild the policy from (a policy object itself need not be picklable).
 
 The argument is the one thing each configurable policy needs: ``replay:PATH`` (the source
 trajectories), ``llm:MODEL`` (the rest comes from ``SIMFORGE_LLM_*``), ``harness:COMMAND`` (the
-program to start per episode), ``adversary:NAME`` (one of
-:data:`simforge.policies.adversaries.ADVERSARIES`). Anything else is a name in
-:data:`simforge.policies.POLICIES`.
+program to start per episode, built by the runs layer: :mod:`simforge.runs.specs`),
+``adversary:NAME`` (one of :data:`simforge.policies.adversaries.ADVERSARIES`). Anything else is
+a name in :data:`POLICIES`.
+
+The tables are plain dicts a caller can extend and hand to :func:`build_policy` (the runs layer
+adds the external harness, which needs the serving stack this layer must not import).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from simforge.config import NotFound
 from simforge.errors import UsageError
 from simforge.policies.base import Policy
+from simforge.policies.scripted import NoopPolicy, OraclePolicy
 
 
 def _replay(arg: str) -> Policy:
@@ -29,12 +33,6 @@ def _llm(arg: str) -> Policy:
     return LLMPolicy(arg)
 
 
-def _harness(arg: str) -> Policy:
-    from simforge.policies.harness import HarnessPolicy
-
-    return HarnessPolicy(arg)
-
-
 def _adversary(arg: str) -> Policy:
     from simforge.policies.adversaries import build_adversary
 
@@ -44,7 +42,6 @@ def _adversary(arg: str) -> Policy:
 WITH_ARGUMENT: dict[str, Callable[[str], Policy]] = {
     "replay": _replay,
     "llm": _llm,
-    "harness": _harness,
     "adversary": _adversary,
 }
 
@@ -68,22 +65,47 @@ BASELINES: dict[str, Callable[[], Policy]] = {
     "no-retry": _lazy("simforge.policies.baselines", "NoRetryPolicy"),
     "retrying": _lazy("simforge.policies.baselines", "RetryingPolicy"),
     "llm": _lazy("simforge.policies.llm", "LLMPolicy"),
-    "harness": _lazy("simforge.policies.harness", "HarnessPolicy"),
 }
-"""The policies of the runs layer, merged into :data:`simforge.policies.POLICIES`."""
+"""The policies with a module of their own, imported when first built."""
+
+POLICIES: dict[str, Callable[[], Policy]] = {
+    "oracle": OraclePolicy,
+    "noop": NoopPolicy,
+    **BASELINES,
+    "cheater": _lazy("simforge.policies.cheater", "CheaterPolicy"),
+}
+"""Every policy built from its name alone."""
 
 
-def build_policy(spec: str) -> Policy:
-    """The policy a spec names; ``ValueError``/``NotFound`` with the reason when it cannot be."""
-    from simforge.policies import get_policy
+def get_policy(name: str, policies: Mapping[str, Callable[[], Policy]] | None = None) -> Policy:
+    """The policy ``name`` in ``policies`` (default :data:`POLICIES`); ``NotFound`` says which
+    there are."""
+    table = POLICIES if policies is None else policies
+    try:
+        factory = table[name]
+    except KeyError:
+        raise NotFound(f"unknown policy {name!r}; available: {sorted(table)}") from None
+    return factory()
 
+
+def build_policy(
+    spec: str,
+    *,
+    policies: Mapping[str, Callable[[], Policy]] | None = None,
+    with_argument: Mapping[str, Callable[[str], Policy]] | None = None,
+) -> Policy:
+    """The policy a spec names, from ``policies`` and ``with_argument`` (default: this layer's
+    :data:`POLICIES` and :data:`WITH_ARGUMENT`); ``UsageError``/``NotFound`` with the reason
+    when it cannot be."""
     name, sep, arg = spec.partition(":")
     if not sep:
-        return get_policy(name)
-    if name not in WITH_ARGUMENT:
+        return get_policy(name, policies)
+    if with_argument is None:
+        with_argument = WITH_ARGUMENT
+    if name not in with_argument:
         raise NotFound(
-            f"policy {name!r} takes no argument; policies with one: {sorted(WITH_ARGUMENT)}"
+            f"policy {name!r} takes no argument; policies with one: {sorted(with_argument)}"
         )
     if not arg:
         raise UsageError(f"policy spec {spec!r}: the argument after ':' is empty")
-    return WITH_ARGUMENT[name](arg)
+    return with_argument[name](arg)

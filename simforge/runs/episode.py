@@ -21,7 +21,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from simforge.env.core import SimforgeEnv
-from simforge.policies.base import Policy, PolicyUnavailable, act_async
+from simforge.errors import PolicyUnavailable
+from simforge.policies.base import Policy, act_async
 from simforge.trace.episode import Episode
 
 

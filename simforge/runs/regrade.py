@@ -289,7 +289,7 @@ def _regrade_one(
     cell: Any, row: dict[str, Any], text: str, config: Any, the_plan: Any,
     envs: dict[str, Any],
 ) -> tuple[Record | None, str | None]:
-    from simforge.env.core import make
+    from simforge.env.pool import make
     from simforge.runs.episode import play_episode
     from simforge.runs.worker import to_record
 

@@ -49,8 +49,8 @@ def prepare(
     """A new run for ``config``, or the run ``resume`` with its stored config (with
     ``attribute``, grown by the fault-kind ablations). Fails before any episode runs when a
     scenario, task, profile or policy is unknown."""
-    from simforge.policies.specs import build_policy
     from simforge.runs.regrade import grading_versions, version_changes
+    from simforge.runs.specs import build_policy
 
     grow = False
     if resume is not None:

@@ -62,7 +62,9 @@ from sqlmodel import Field, SQLModel, create_engine
 from simforge.config import NotFound
 from simforge.errors import InfrastructureError
 from simforge.jsonio import dumps
-from simforge.runs.worker import Record
+
+Record = dict[str, Any]
+"""An episode's row as a worker builds it (:func:`simforge.runs.worker.play_cell`)."""
 
 DEFAULT_STORE = "sqlite:///simforge-runs.db"
 """Relative to the working directory; ``--store`` or ``$SIMFORGE_STORE`` override it."""

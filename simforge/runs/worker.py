@@ -39,7 +39,7 @@ def _env(ref: str, user: str | None = None) -> SimforgeEnv:
     key = ref if user is None else f"{ref}\x00{user}"
     env = _envs.get(key)
     if env is None:
-        from simforge.env.core import make
+        from simforge.env.pool import make
 
         env = _envs[key] = make(ref, user=user)
     return env
@@ -48,7 +48,7 @@ def _env(ref: str, user: str | None = None) -> SimforgeEnv:
 def _policy(spec: str) -> Policy:
     policy = _policies.get(spec)
     if policy is None:
-        from simforge.policies.specs import build_policy
+        from simforge.runs.specs import build_policy
 
         policy = _policies[spec] = build_policy(spec)
     return policy

@@ -17,6 +17,7 @@ import re
 import sys
 import threading
 import types
+from collections.abc import Callable, Mapping
 from functools import cache
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -24,7 +25,7 @@ from typing import Any
 
 from simforge.errors import PluginError
 from simforge.paths import resource_dirs
-from simforge.synth.pack.files import MANIFEST
+from simforge.plugins import PLUGINS
 from simforge.tools.pack import Pack
 
 _lock = threading.RLock()
@@ -69,8 +70,17 @@ def load_file(path: Path, group: str) -> types.ModuleType:
         return module
 
 
-def find_pack_dir(ref: str, *, relative_to: Path | None = None) -> Path:
-    """A pack folder from a name (searched in ``tools_mock/``) or a path."""
+PackFormats = Mapping[str, Callable[[Path], Pack]]
+"""Marker file -> loader of a pack folder holding it (:attr:`simforge.plugins.Plugins.pack_formats`;
+synthesized packs: ``pack.yaml``)."""
+
+
+def find_pack_dir(
+    ref: str, *, relative_to: Path | None = None, formats: PackFormats | None = None
+) -> Path:
+    """A pack folder from a name (searched in ``tools_mock/``) or a path: one holding a
+    ``pack.py`` or the marker file of a pack format."""
+    markers = ("pack.py", *(PLUGINS.pack_formats if formats is None else formats))
     candidates = []
     if relative_to is not None:
         candidates.append(relative_to / ref)
@@ -80,23 +90,31 @@ def find_pack_dir(ref: str, *, relative_to: Path | None = None) -> Path:
         candidates.append(as_path)
     candidates.extend(d / ref for d in resource_dirs("tools_mock"))
     for candidate in candidates:
-        if (candidate / "pack.py").is_file() or (candidate / MANIFEST).is_file():
+        if any((candidate / marker).is_file() for marker in markers):
             return candidate.resolve()
     searched = ", ".join(str(c) for c in candidates)
-    raise PluginError(f"pack {ref!r} not found (looked for pack.py or pack.yaml in: {searched})")
+    raise PluginError(
+        f"pack {ref!r} not found (looked for {' or '.join(markers)} in: {searched})"
+    )
 
 
-def load_pack(ref: str, *, relative_to: Path | None = None) -> Pack:
-    """The pack a scenario names; loaded once per process."""
+def load_pack(
+    ref: str, *, relative_to: Path | None = None, formats: PackFormats | None = None
+) -> Pack:
+    """The pack a scenario names; loaded once per process. A folder with a ``pack.py`` is a
+    hand-written pack; any other is loaded by the format whose marker file it holds
+    (``formats``, default the process's :data:`~simforge.plugins.PLUGINS`)."""
     registered = _entry_point_packs()
     if ref in registered:
         return registered[ref]
-    folder = find_pack_dir(ref, relative_to=relative_to)
+    if formats is None:
+        formats = PLUGINS.pack_formats
+    folder = find_pack_dir(ref, relative_to=relative_to, formats=formats)
     with _lock:
         if folder in _packs:
             return _packs[folder]
         if not (folder / "pack.py").is_file():
-            _packs[folder] = _load_synth(folder)
+            _packs[folder] = _load_by_format(folder, formats)
             return _packs[folder]
         package = f"{_namespace('packs')}.{_safe(folder.name)}_{_digest(folder)}"
         if package not in sys.modules:
@@ -162,13 +180,15 @@ def read_policy(folder: Path) -> dict[str, str]:
     return sections
 
 
-def _load_synth(folder: Path) -> Pack:
-    """A pack synthesized from traces (``pack.yaml``, plain files); imported lazily because
-    simforge.synth itself builds on the scenario layer."""
-    from simforge.synth.pack.loader import load_synth_pack
-
+def _load_by_format(folder: Path, formats: PackFormats) -> Pack:
+    """A pack of plain files (e.g. synthesized from traces, ``pack.yaml``), loaded by the format
+    whose marker file the folder holds."""
+    load = next((formats[m] for m in formats if (folder / m).is_file()), None)
+    if load is None:
+        raise PluginError(f"pack {folder}: no pack.py and no file of a known pack format "
+                          f"({', '.join(sorted(formats)) or 'none registered'})")
     try:
-        pack = load_synth_pack(folder)
+        pack = load(folder)
         pack.policy = pack.policy or read_policy(folder)
         pack.catalog  # noqa: B018 - validate eagerly, like a hand-written pack
     except Exception as exc:

@@ -7,6 +7,7 @@ are skipped.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import threading
 from dataclasses import dataclass
@@ -18,13 +19,14 @@ from simforge import cache
 from simforge.config import NotFound, at_line
 from simforge.faults.library import resolve_profile
 from simforge.paths import resource_dirs
+from simforge.plugins import PLUGINS, Plugins
 from simforge.scenario.impossible import base_id, impossible_variant
 from simforge.scenario.loader import ScenarioError, load_scenario
-from simforge.scenario.model import PolicyFile, Scenario
+from simforge.scenario.model import PolicyFile, Scenario, Task
 from simforge.scenario.offer import OfferError, offered_tools, policy_text
 from simforge.scenario.plugins import PluginError, load_pack
-from simforge.synth.pack.files import MANIFEST
 from simforge.tools.pack import Pack, ToolCatalog
+from simforge.tools.spec import Constant
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,8 @@ class LoadedScenario:
     scenario: Scenario
     pack: Pack
     path: Path | None
+    plugins: Plugins = dataclasses.field(default=PLUGINS, compare=False)
+    """The registry the scenario was checked against, and is scored with."""
 
     @cached_property
     def offered(self) -> dict[str, tuple[str, ...]]:
@@ -79,7 +83,12 @@ class LoadedScenario:
 
 
 class ScenarioRegistry:
-    def __init__(self, dirs: list[Path] | None = None) -> None:
+    """Scenarios by id, from the ``scenarios/`` folders (or ``dirs``), each loaded once and
+    checked against ``plugins`` (validator names and settings, pack formats; default the
+    process's :data:`~simforge.plugins.PLUGINS`)."""
+
+    def __init__(self, dirs: list[Path] | None = None, *, plugins: Plugins | None = None) -> None:
+        self.plugins = PLUGINS if plugins is None else plugins
         self._dirs = dirs
         self._by_id: dict[str, Path] | None = None
         self._loaded: dict[str, LoadedScenario] = {}
@@ -94,8 +103,8 @@ class ScenarioRegistry:
             index: dict[str, Path] = {}
             for root in self.dirs:
                 for path in sorted(root.rglob("*.yaml")):
-                    if path.name == MANIFEST:
-                        continue
+                    if path.name in self.plugins.pack_formats:
+                        continue  # a pack's manifest, not a scenario
                     found = scenario_id_of(path)
                     if found in index:
                         raise ScenarioError(
@@ -115,7 +124,7 @@ class ScenarioRegistry:
                 if path.suffix in (".yaml", ".yml"):
                     if not path.is_file():
                         raise NotFound(f"scenario file not found: {path}")
-                    self._loaded[scenario_id] = self.load_path(path)
+                    self._loaded[scenario_id] = self.load_path(path, self.plugins)
                 else:
                     index = self._index()
                     base = base_id(scenario_id)
@@ -124,32 +133,34 @@ class ScenarioRegistry:
                     elif scenario_id not in index:
                         raise NotFound(f"unknown scenario {scenario_id!r}; known: {sorted(index)}")
                     else:
-                        self._loaded[scenario_id] = self.load_path(index[scenario_id])
+                        self._loaded[scenario_id] = self.load_path(index[scenario_id], self.plugins)
             return self._loaded[scenario_id]
 
     def _get(self, scenario_id: str) -> LoadedScenario:
         """:meth:`get` with the lock already held."""
         if scenario_id not in self._loaded:
-            self._loaded[scenario_id] = self.load_path(self._index()[scenario_id])
+            self._loaded[scenario_id] = self.load_path(self._index()[scenario_id], self.plugins)
         return self._loaded[scenario_id]
 
     @staticmethod
     def _impossible(base: LoadedScenario) -> LoadedScenario:
         """The impossible twin of a loaded scenario (:mod:`simforge.scenario.impossible`)."""
-        return LoadedScenario(impossible_variant(base.scenario, base.pack), base.pack, base.path)
+        return LoadedScenario(impossible_variant(base.scenario, base.pack), base.pack, base.path,
+                              base.plugins)
 
     @staticmethod
-    def load_path(path: Path) -> LoadedScenario:
-        from simforge.scoring.plugins import load_validator_plugins
-
-        load_validator_plugins()  # eagerly: a broken plugin fails here, naming its file
+    def load_path(path: Path, plugins: Plugins | None = None) -> LoadedScenario:
+        """The scenario file at ``path``, loaded and checked against ``plugins`` (default the
+        process's), outside any registry's index."""
+        plugins = PLUGINS if plugins is None else plugins
+        plugins.load()  # eagerly: a broken plugin fails here, naming its file
         scenario = load_scenario(path)
         try:
-            pack = load_pack(scenario.pack, relative_to=path.parent)
+            pack = load_pack(scenario.pack, relative_to=path.parent, formats=plugins.pack_formats)
         except PluginError as exc:
             raise ScenarioError(path, [at_line(path, ["pack"], f"pack: {exc}")]) from None
-        _check_references(scenario, pack, path)
-        return LoadedScenario(scenario, pack, path)
+        _check_references(scenario, pack, path, plugins)
+        return LoadedScenario(scenario, pack, path, plugins)
 
     def all(self) -> list[LoadedScenario]:
         return [self.get(i) for i in self.ids()]
@@ -176,7 +187,7 @@ def scenario_id_of(path: Path) -> str:
     return scenario.id
 
 
-def _check_references(scenario: Scenario, pack: Pack, path: Path) -> None:
+def _check_references(scenario: Scenario, pack: Pack, path: Path, plugins: Plugins) -> None:
     """Tools and entities named by tasks exist in the pack (caught at load, not mid-episode);
     each problem names the line of the file it is on."""
     problems: list[tuple[list[Any], str]] = []
@@ -201,7 +212,7 @@ def _check_references(scenario: Scenario, pack: Pack, path: Path) -> None:
                     problems.append(([*here, "oracle", i, "calls", k, "tool"],
                                      f"task {task.id!r}: oracle step {i} calls unknown tool "
                                      f"{call.tool!r}"))
-    problems.extend(_check_validators(scenario))
+    problems.extend(_check_validators(scenario, plugins))
     try:
         offered_tools(scenario, pack)
     except OfferError as exc:
@@ -220,10 +231,9 @@ def _check_references(scenario: Scenario, pack: Pack, path: Path) -> None:
         raise ScenarioError(path, [at_line(path, loc, problem) for loc, problem in problems])
 
 
-def _check_validators(scenario: Scenario) -> list[tuple[list[Any], str]]:
+def _check_validators(scenario: Scenario, plugins: Plugins) -> list[tuple[list[Any], str]]:
     """Every validator a scenario or task names is registered and its params fit it."""
-    from simforge.scoring import VALIDATORS
-
+    validators = plugins.validators
     configs = [(["validators", v], "validators", config)
                for v, config in enumerate(scenario.validators)] + [
         (["tasks", t, "validators", v], f"task {task.id!r}: validators", config)
@@ -231,16 +241,31 @@ def _check_validators(scenario: Scenario) -> list[tuple[list[Any], str]]:
     ]
     problems: list[tuple[list[Any], str]] = []
     for loc, where, config in configs:
-        definition = VALIDATORS.get(config.name)
+        definition = validators.get(config.name)
         if definition is None:
             problems.append((loc, f"{where}: unknown validator {config.name!r}; known: "
-                                  f"{sorted(VALIDATORS)}"))
+                                  f"{sorted(validators)}"))
             continue
         problems.extend(
             (loc, f"{where}: validator {config.name!r}: {problem}")
-            for problem in definition.check(dict(config.params))
+            for problem in definition.check(dict(config.params), plugins)
         )
     return problems
+
+
+def sandbox_scenario(pack: Pack) -> LoadedScenario:
+    """A pack served on its own: one free task with no expectations, so that ``reset``/``step``
+    and the tool plane work the same as for a scenario."""
+    name = "".join(c if c.isalnum() else "-" for c in pack.name.lower()).strip("-") or "pack"
+    scenario = Scenario(
+        id=f"serve/{name}-v1",
+        description=pack.description,
+        pack=str(pack.path or pack.name),
+        tasks=[Task(id="sandbox", instruction=f"Use the {pack.name} tools.")],
+        think_time=Constant(seconds=0.0),
+        tools=["*"],
+    )
+    return LoadedScenario(scenario, pack, None)
 
 
 default_registry = ScenarioRegistry()

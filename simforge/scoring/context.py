@@ -5,8 +5,9 @@ world is scored exactly like a simulated run. Two things a few validators need a
 ``tools`` (the pack's catalog, to replay reference actions and to tell reads from writes) and
 ``budgets`` (the scenario's steps and simulated seconds, for ``efficiency``). The caller hands
 them over (the environment does); the scorer never looks them up in a process-global registry,
-so two scenarios of the same id from different folders, or with different validator plugins,
-score each by its own. Without a catalog, reads are told from writes by their names (``get_``,
+so two scenarios of the same id from different folders score each by its own. ``plugins`` is the
+registry the scenario was loaded with, so two scenarios with different validator plugins do
+too. Without a catalog, reads are told from writes by their names (``get_``,
 ``list_``, ``search_``, ...), and a validator that cannot work without one says so.
 
 A context also indexes what validators look up, each built once, the first time one asks: the
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from simforge.plugins import PLUGINS, Plugins
 from simforge.scenario.model import Task
 from simforge.trace.episode import EntityChange, Episode, InjectedFault, ToolCall
 from simforge.world.store import World
@@ -45,6 +47,9 @@ class ScoringContext:
     settings: dict[str, Any] = field(default_factory=dict)
     tools: Mapping[str, Tool] | None = None
     budgets: Mapping[str, float | int | None] | None = None
+    plugins: Plugins = PLUGINS
+    """Where validators, invariants and policy checks are looked up: the registry the
+    scenario was loaded with (the process's default unless the caller says otherwise)."""
 
     @property
     def final_answer(self) -> str:

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
 from simforge.predicates import Predicates
 from simforge.scoring.context import ScoringContext
-from simforge.scoring.registry import INVARIANTS, validator
+from simforge.scoring.registry import plugins_of, validator
 from simforge.scoring.verdict import Verdict
 
 
@@ -33,13 +33,14 @@ class InvariantRule(BaseModel):
     check: str | None = None
 
     @model_validator(mode="after")
-    def _one_kind(self) -> InvariantRule:
+    def _one_kind(self, info: ValidationInfo) -> InvariantRule:
         if self.check is not None:
             if self.entity is not None or self.require:
                 raise ValueError("a rule has either `check` or `entity`/`require`, not both")
-            if self.check not in INVARIANTS:
+            known = plugins_of(info).invariants
+            if self.check not in known:
                 raise ValueError(
-                    f"unknown invariant {self.check!r}; registered: {sorted(INVARIANTS)}"
+                    f"unknown invariant {self.check!r}; registered: {sorted(known)}"
                 )
         elif self.entity is None or not self.require:
             raise ValueError("a rule needs `check`, or `entity` and `require`")
@@ -64,7 +65,8 @@ def invariants(ctx: ScoringContext, rules: list[InvariantRule]) -> Verdict:
     changed: dict[str, set[str]] | None = None
     for rule in rules:
         if rule.check is not None:
-            violations.extend({"rule": rule.label, **v} for v in INVARIANTS[rule.check](ctx))
+            check = ctx.plugins.invariants[rule.check]
+            violations.extend({"rule": rule.label, **v} for v in check(ctx))
             continue
         assert rule.entity is not None
         where = Predicates(rule.where)

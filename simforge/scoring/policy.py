@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
 from simforge.predicates import Predicates
 from simforge.scoring.context import ScoringContext
-from simforge.scoring.registry import POLICY_CHECKS, validator
+from simforge.scoring.registry import plugins_of, validator
 from simforge.scoring.safety import CallRule
 from simforge.scoring.verdict import Verdict
 from simforge.trace.episode import ToolCall
@@ -51,13 +51,14 @@ class PolicyRule(_Params):
     check: str | None = None
 
     @model_validator(mode="after")
-    def _one_kind(self) -> PolicyRule:
+    def _one_kind(self, info: ValidationInfo) -> PolicyRule:
         if (self.require is None) == (self.check is None):
             raise ValueError(f"rule {self.name!r}: give either `require` or `check`")
-        if self.check is not None and self.check not in POLICY_CHECKS:
+        known = plugins_of(info).policy_checks
+        if self.check is not None and self.check not in known:
             raise ValueError(
                 f"rule {self.name!r}: unknown policy check {self.check!r}; "
-                f"registered: {sorted(POLICY_CHECKS)}"
+                f"registered: {sorted(known)}"
             )
         return self
 
@@ -83,7 +84,7 @@ def policy_rules(ctx: ScoringContext, rules: list[PolicyRule]) -> Verdict:
     for _pos, r, call in hits:
         rule = rules[r]
         if rule.check is not None:
-            found = POLICY_CHECKS[rule.check](ctx, call)
+            found = ctx.plugins.policy_checks[rule.check](ctx, call)
         else:
             assert rule.require is not None
             found = _unmet(ctx, call, rule.require)

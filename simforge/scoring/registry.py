@@ -19,9 +19,10 @@ from functools import lru_cache
 from typing import Any
 
 import orjson
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ValidationError, ValidationInfo
 
-from simforge.errors import PluginError, UserError
+from simforge.errors import UserError
+from simforge.plugins import PLUGINS, Plugins, Table
 from simforge.scoring.context import ScoringContext
 from simforge.scoring.verdict import Category, Verdict
 from simforge.trace.episode import ToolCall
@@ -42,21 +43,24 @@ class ValidatorDef:
     fn: ValidatorFn
     description: str
     params: type[BaseModel] | None = None
-    _parsed: dict[bytes, dict[str, Any]] = field(
+    _parsed: dict[tuple[bytes, int], dict[str, Any]] = field(
         default_factory=dict, init=False, repr=False, compare=False)
 
-    def parse(self, params: dict[str, Any]) -> dict[str, Any]:
+    def parse(self, params: dict[str, Any], plugins: Plugins | None = None) -> dict[str, Any]:
         """The keyword arguments for ``fn``: validated by the params model, or the signature.
 
         Every episode of a task is scored with the same settings, so what the model made of
         them is kept by their content (JSON values only; anything else is validated each
         time): validating a list of rules costs more than a short episode's whole scoring."""
         if self.params is not None:
-            key = content_key(params)
+            plugins = PLUGINS if plugins is None else plugins
+            content = content_key(params)
+            key = (content, plugins.serial) if content is not None else None
             parsed = self._parsed.get(key) if key is not None else None
             if parsed is None:
                 try:
-                    model = self.params.model_validate(params)
+                    # names of invariants and policy checks are looked up in `plugins`
+                    model = self.params.model_validate(params, context={"plugins": plugins})
                 except ValidationError as exc:
                     raise ValidatorParamsError(_first_error(exc)) from None
                 parsed = {name: getattr(model, name) for name in type(model).model_fields}
@@ -71,70 +75,69 @@ class ValidatorDef:
             raise ValidatorParamsError("; ".join(problems))
         return dict(params)
 
-    def check(self, params: dict[str, Any]) -> list[str]:
+    def check(self, params: dict[str, Any], plugins: Plugins | None = None) -> list[str]:
         """Problems with ``params`` (empty when they fit); used at scenario load."""
         try:
-            self.parse(params)
+            self.parse(params, plugins)
         except ValidatorParamsError as exc:
             return [str(exc)]
         return []
 
     def __call__(self, ctx: ScoringContext, **params: Any) -> Verdict:
-        return self.fn(ctx, **self.parse(params))
+        return self.fn(ctx, **self.parse(params, ctx.plugins))
 
 
-VALIDATORS: dict[str, ValidatorDef] = {}
-INVARIANTS: dict[str, InvariantFn] = {}
-POLICY_CHECKS: dict[str, PolicyFn] = {}
+def plugins_of(info: ValidationInfo) -> Plugins:
+    """The registry a params model is validated against (:meth:`ValidatorDef.parse` passes it
+    as pydantic's validation context), else the process's default."""
+    context = info.context
+    given = context.get("plugins") if isinstance(context, dict) else None
+    return given if isinstance(given, Plugins) else PLUGINS
+
+
+VALIDATORS: Table[ValidatorDef] = PLUGINS.validators
+INVARIANTS: Table[InvariantFn] = PLUGINS.invariants
+POLICY_CHECKS: Table[PolicyFn] = PLUGINS.policy_checks
+"""The default registry's tables (:data:`simforge.plugins.PLUGINS`)."""
 
 
 def validator(
-    name: str, category: Category, *, params: type[BaseModel] | None = None
+    name: str,
+    category: Category,
+    *,
+    params: type[BaseModel] | None = None,
+    plugins: Plugins | None = None,
 ) -> Callable[[ValidatorFn], ValidatorFn]:
-    """Register ``fn(ctx, **params) -> Verdict`` under ``name``; a second use of a name fails
-    (two plugins silently replacing each other would change rewards without a trace)."""
+    """Register ``fn(ctx, **params) -> Verdict`` under ``name`` in ``plugins`` (default the
+    process's); a second use of a name fails (two plugins silently replacing each other would
+    change rewards without a trace)."""
 
     def register(fn: ValidatorFn) -> ValidatorFn:
-        _claim(VALIDATORS, name, fn, "validator")
-        VALIDATORS[name] = ValidatorDef(name, category, fn, (fn.__doc__ or "").strip(), params)
+        (PLUGINS if plugins is None else plugins).validators.register(
+            name, ValidatorDef(name, category, fn, (fn.__doc__ or "").strip(), params))
         return fn
 
     return register
 
 
-def invariant(name: str) -> Callable[[InvariantFn], InvariantFn]:
+def invariant(name: str, *, plugins: Plugins | None = None) -> Callable[[InvariantFn], InvariantFn]:
     """Register a world predicate ``fn(ctx) -> [violation, ...]`` for ``invariants``."""
 
     def register(fn: InvariantFn) -> InvariantFn:
-        _claim(INVARIANTS, name, fn, "invariant")
-        INVARIANTS[name] = fn
+        (PLUGINS if plugins is None else plugins).invariants.register(name, fn)
         return fn
 
     return register
 
 
-def policy_check(name: str) -> Callable[[PolicyFn], PolicyFn]:
+def policy_check(name: str, *, plugins: Plugins | None = None) -> Callable[[PolicyFn], PolicyFn]:
     """Register a per-call rule ``fn(ctx, call) -> [violation, ...]`` for ``policy_rules``."""
 
     def register(fn: PolicyFn) -> PolicyFn:
-        _claim(POLICY_CHECKS, name, fn, "policy check")
-        POLICY_CHECKS[name] = fn
+        (PLUGINS if plugins is None else plugins).policy_checks.register(name, fn)
         return fn
 
     return register
-
-
-def _claim(table: dict[str, Any], name: str, fn: Callable[..., Any], what: str) -> None:
-    existing = table.get(name)
-    if existing is None:
-        return
-    current = existing.fn if isinstance(existing, ValidatorDef) else existing
-    if current is not fn and _qualname(current) != _qualname(fn):
-        raise PluginError(f"{what} {name!r} is already registered by {current.__module__}")
-
-
-def _qualname(fn: Callable[..., Any]) -> str:
-    return f"{fn.__module__}.{fn.__qualname__}"
 
 
 _lock = threading.Lock()

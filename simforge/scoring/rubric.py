@@ -15,8 +15,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from simforge.scoring.context import ScoringContext
-from simforge.scoring.plugins import load_validator_plugins
-from simforge.scoring.registry import VALIDATORS
 from simforge.scoring.verdict import Verdict
 
 GATES = ("safety", "integrity")
@@ -102,11 +100,12 @@ def score(
     if sim is not None and sim.invalid_reason:
         return _invalid([], f"infrastructure error: {sim.invalid_reason}")
     verdicts: list[Verdict] = []
+    table = ctx.plugins.validators
     for name, params in chosen:
-        definition = VALIDATORS.get(name)
+        definition = table.get(name)
         if definition is None:
-            load_validator_plugins()
-            definition = VALIDATORS.get(name)
+            ctx.plugins.load()
+            definition = table.get(name)
         if definition is None:
             return _invalid(verdicts, f"unknown validator {name!r}")
         try:

@@ -34,7 +34,7 @@ from fastapi.openapi.utils import get_openapi
 
 from simforge.config import NotFound
 from simforge.scenario.plugins import PluginError, load_pack
-from simforge.scenario.registry import LoadedScenario, default_registry
+from simforge.scenario.registry import LoadedScenario, default_registry, sandbox_scenario
 from simforge.tools.pack import Pack
 
 from .agent_plane import agent_router
@@ -43,7 +43,7 @@ from .guard import BodyLimit
 from .jsonrpc import JsonRpc, mcp_operation
 from .openenv import openenv_router
 from .problems import install_handlers
-from .sessions import Limits, SessionManager, sandbox_scenario
+from .sessions import Limits, SessionManager
 from .tool_plane import Receive, Scope, Send, ToolPlane, route, tool_operations
 
 API_VERSION = "1.0.0"

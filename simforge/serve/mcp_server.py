@@ -32,9 +32,9 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import methods
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-import simforge
 from simforge.sim.calls import CallOutcome
 from simforge.tools.tool import Tool
+from simforge.version import __version__
 
 from .annotations import MESSAGE_ANNOTATIONS, tool_annotations
 from .control_plane import env_step
@@ -46,7 +46,7 @@ MESSAGE_TOOL = "message_user"
 RESERVED_NAMES = frozenset({"reset", "step", "state", "close"})
 """OpenEnv's ``RESERVED_TOOL_NAMES``: its clients' own methods, never a tool's name."""
 SERVER_NAME = "simforge"
-SERVER_VERSION = simforge.__version__
+SERVER_VERSION = __version__
 SERVER_INFO: dict[str, Any] = {"name": SERVER_NAME, "version": SERVER_VERSION}
 INSTRUCTIONS = "Mocked enterprise tools served by simforge."
 MESSAGE_DESCRIPTION = (

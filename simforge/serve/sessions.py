@@ -10,6 +10,7 @@ sessions never share a World, a clock or an RNG, so many run side by side in one
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import secrets
 import time
 import uuid
@@ -20,13 +21,12 @@ from typing import Any
 from simforge.config import ConfigError, NotFound
 from simforge.env.core import SimforgeEnv
 from simforge.faults.library import builtin_profiles
-from simforge.scenario.model import BudgetConfig, Scenario, Task
+from simforge.scenario.model import BudgetConfig
 from simforge.scenario.plugins import PluginError
 from simforge.scenario.registry import LoadedScenario, default_registry
+from simforge.scenario.registry import sandbox_scenario as sandbox_scenario  # re-exported
 from simforge.sim.calls import CallOutcome
 from simforge.sim.session import CallRequest, Session
-from simforge.tools.pack import Pack
-from simforge.tools.spec import Constant
 
 from .problems import Problem
 
@@ -62,24 +62,9 @@ class Limits:
     one (httpx 5 s, aiohttp 15 s), so that the server never closes one as it is reused."""
 
 
-def sandbox_scenario(pack: Pack) -> LoadedScenario:
-    """A pack served on its own: one free task with no expectations, so that ``reset``/``step``
-    and the tool plane work the same as for a scenario."""
-    name = "".join(c if c.isalnum() else "-" for c in pack.name.lower()).strip("-") or "pack"
-    scenario = Scenario(
-        id=f"serve/{name}-v1",
-        description=pack.description,
-        pack=str(pack.path or pack.name),
-        tasks=[Task(id="sandbox", instruction=f"Use the {pack.name} tools.")],
-        think_time=Constant(seconds=0.0),
-        tools=["*"],
-    )
-    return LoadedScenario(scenario, pack, None)
-
-
 def with_budgets(loaded: LoadedScenario, budgets: BudgetConfig) -> LoadedScenario:
     scenario = loaded.scenario.model_copy(update={"budgets": budgets})
-    return LoadedScenario(scenario, loaded.pack, loaded.path)
+    return dataclasses.replace(loaded, scenario=scenario)
 
 
 @dataclass

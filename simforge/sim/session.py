@@ -19,10 +19,10 @@ from typing import Any, NamedTuple
 import simpy
 
 from simforge.errors import UserError
-from simforge.faults.background import start_background
 from simforge.faults.plan import FaultPlan
 from simforge.faults.rules import BackgroundLoad, Drift, Event, FaultProfile
 from simforge.faults.surface import SurfaceView, build_view
+from simforge.sim.background import start_background
 from simforge.sim.calls import CallOutcome, CallPipeline, Capacity
 from simforge.sim.recorder import Recorder
 from simforge.sim.rng import Streams

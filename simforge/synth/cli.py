@@ -1,4 +1,5 @@
-"""CLI commands of the synth layer: ``simforge synth`` and ``simforge fidelity``.
+"""CLI command of the synth layer: ``simforge synth`` (``simforge fidelity``, which runs
+environments, is the audit layer's).
 
 Exit codes, as for ``simforge ingest``: 0 when a pack was written (rejected trace records are
 counted and reported, not fatal), 1 when nothing could be read or learned from (no pack is
@@ -162,67 +163,3 @@ def register(app: typer.Typer) -> None:
             _out.print(f"[yellow]{report.rejected} trace records rejected[/yellow]")
             for rejection in report.rejections[:5]:
                 _out.print(f"  {rejection}", highlight=False, markup=False)
-
-    @app.command("fidelity")
-    def fidelity_command(
-        pack: Path = typer.Argument(..., help="A pack directory written by `simforge synth`."),
-        traces: list[Path] = typer.Argument(..., help="Trace files whose calls to replay."),
-        holdout_only: bool = typer.Option(
-            False, "--holdout-only", help="Only the episodes the pack held out."
-        ),
-        as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
-        no_drift: bool = typer.Option(
-            False,
-            "--no-drift",
-            help="Compare answers in the pack's own schema, without learning renamed or "
-            "omitted fields of the traces' generation.",
-        ),
-    ) -> None:
-        """Replay every recorded call against the pack and count exact answers."""
-        from simforge.audit.fidelity import fidelity, holdout_ids
-        from simforge.synth.pack.files import PackFormatError
-
-        try:
-            only = holdout_ids(pack) if holdout_only else None
-            result = fidelity(pack, traces, only=only, drift=not no_drift)
-        except PackFormatError as exc:
-            raise _fail(str(exc), 2) from None
-        if as_json:
-            _out.print_json(json.dumps(result))
-            return
-        table = Table(title=f"fidelity of {pack} ({result['episodes']} episodes)")
-        for column in ("tool", "kind", "reads", "writes", "errors"):
-            table.add_column(column)
-
-        def cell(bucket: dict[str, object]) -> str:
-            return f"{bucket['exact']}/{bucket['calls']}" if bucket["calls"] else ""
-
-        for tool, entry in result["by_tool"].items():
-            table.add_row(
-                tool,
-                entry["kind"],
-                cell(entry["reads"]),
-                cell(entry["writes"]),
-                cell(entry["errors"]),
-            )
-        table.add_row(
-            "[bold]all",
-            "",
-            *(
-                f"[bold]{cell(result[k])} ({result[k]['rate']})"
-                for k in ("reads", "writes", "errors")
-            ),
-        )
-        _out.print(table)
-        reward = result["reward"]
-        confusion = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in reward["confusion"].items())
-        _out.print(
-            f"reward agreement: {reward['agree']}/{reward['episodes']} scored episodes "
-            f"({reward['rate']}); {confusion}",
-            highlight=False,
-        )
-        for tool, paths in (result.get("drift") or {}).items():
-            for path, rule in paths.items():
-                _out.print(f"schema drift {tool} {path or '.'}: {rule}", highlight=False)
-        for word, theirs in (result.get("drift_words") or {}).items():
-            _out.print(f"error wording drift: {word!r} -> {theirs!r}", highlight=False)

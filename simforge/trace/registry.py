@@ -17,6 +17,7 @@ from importlib.metadata import entry_points
 from typing import Any, ClassVar
 
 from simforge.config import NotFound
+from simforge.plugins import PLUGINS
 from simforge.trace.detect import SAMPLE_RECORDS, Sample, samples_of
 from simforge.trace.episode import Episode
 from simforge.trace.errors import FormatPluginError, Location
@@ -86,7 +87,8 @@ class FormatAdapter:
 
 
 _builtin: dict[str, type[FormatAdapter]] = {}
-_registry: dict[str, type[FormatAdapter]] = {}
+_registry: dict[str, type[FormatAdapter]] = PLUGINS.trace_formats
+"""The default registry's table of trace formats (:data:`simforge.plugins.PLUGINS`)."""
 _plugins_loaded = False
 
 _BUILTIN_MODULES = (

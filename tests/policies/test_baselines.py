@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import simforge
-from simforge.policies import POLICIES, get_policy
+from simforge.policies import get_policy
 from simforge.policies.base import PolicyBase, act_async
 from simforge.policies.baselines import (
     NoRetryPolicy,
@@ -17,8 +17,8 @@ from simforge.policies.baselines import (
     RetryingPolicy,
     replay_actions,
 )
-from simforge.policies.specs import build_policy
 from simforge.runs.episode import aplay_episode, play_episode
+from simforge.runs.specs import POLICIES, build_policy
 
 MINI = str(Path(__file__).resolve().parents[1] / "fixtures" / "scenarios" / "mini.yaml")
 RATE_LIMITED = """\

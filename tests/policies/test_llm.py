@@ -15,8 +15,8 @@ import pytest
 
 import simforge
 from simforge.policies.llm import LLMPolicy, parse_spec
-from simforge.policies.specs import build_policy
 from simforge.runs.episode import aplay_episode, play_episode
+from simforge.runs.specs import build_policy
 from tests.fakes.dialogue import agent
 from tests.fakes.dialogue import user as user_model
 from tests.fakes.openai_server import Reply, completion, serve_fake, tool_call

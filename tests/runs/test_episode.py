@@ -14,8 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import simforge
+from simforge.errors import PolicyUnavailable
 from simforge.policies import get_policy
-from simforge.policies.base import PolicyBase, PolicyUnavailable
+from simforge.policies.base import PolicyBase
 from simforge.runs.episode import (
     EpisodeDriver,
     EpisodeOutcome,

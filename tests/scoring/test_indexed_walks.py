@@ -398,8 +398,8 @@ PLAYED = [
 @pytest.mark.parametrize("policy", ["random", "cheater", "no-retry", "retrying"])
 def test_indexed_validators_agree_with_plain_walks_on_played_episodes(scenario, profile, policy):
     from simforge.env import make
-    from simforge.policies.specs import build_policy
     from simforge.runs.episode import play_episode
+    from simforge.runs.specs import build_policy
     from simforge.scoring.rubric import default_validators
 
     env = make(scenario)

@@ -97,14 +97,25 @@ def test_a_tau2_airline_pack_answers_the_older_tau_bench_trajectories(tmp_path):
     out = Path(tmp_path) / "pack"
     synthesize([traces], out, data=[shared / "tau-bench/envs/airline/data"])
     plain = fidelity(out, [older], drift=False)
+    shapes = fidelity(out, [older], behaviour=False)
     result = fidelity(out, [older])
+    # shapes and wording alone (every older episode taught them; no answers)
+    assert shapes["reads"]["rate"] >= 0.84 and shapes["writes"]["rate"] >= 0.62
+    assert "drift_behaviour" not in shapes
     assert result["drift"]["get_user_details"]["address"] == {"renames": {"state": "province"}}
     assert plain["reads"]["rate"] < 0.2
     by_tool = result["by_tool"]
     assert by_tool["get_user_details"]["reads"]["rate"] == 1.0
     # one reservation the tau2 traces show changed since the older trajectories: 376 of 377
     assert by_tool["get_reservation_details"]["reads"]["rate"] >= 0.99
-    assert result["reads"]["rate"] >= 0.84 and result["writes"]["rate"] >= 0.62
+    # the issue's targets (reads >= 0.90, writes >= 0.70), each half of the older tasks measured
+    # with the behaviour the other half taught: `think` answers "" (92 calls; the tau2 traces
+    # neither call nor declare it), and the older update_reservation_flights keeps the cabin
+    for learned in result["drift_behaviour"].values():
+        assert learned["constant"] == {"think": ""}
+        assert learned["kept"] == {"update_reservation_flights": {"Reservation": ["cabin"]}}
+    assert by_tool["think"]["reads"]["rate"] == 1.0
+    assert result["reads"]["rate"] >= 0.94 and result["writes"]["rate"] >= 0.84
     # the older refusals write "payment amount" where tau2 writes "Payment amount": learned
     # from the wording of both generations, the payment refusals the pack makes match
     assert result["drift_words"] == {"Payment": "payment"}
@@ -112,23 +123,60 @@ def test_a_tau2_airline_pack_answers_the_older_tau_bench_trajectories(tmp_path):
     assert by_tool["book_reservation"]["errors"]["exact"] >= 12
 
 
-@pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="the older trajectories call think 92 times, a tool the tau2 traces neither call nor "
-    "declare (reads over the tools the pack has are 730/774 = 0.94); and the older "
-    "update_reservation_flights left the cabin unchanged, a behaviour (not a schema) that "
-    "costs 48 of its 62 writes and the writes after them (see FIDELITY.md)",
-)
-def test_the_older_trajectories_reach_the_issue_targets(tmp_path):
-    from simforge.audit.fidelity import fidelity
-    from simforge.synth.pipeline import synthesize
+def _older(row: dict) -> dict:
+    """A row as an older generation showed it: ``customer_id`` for ``user_id``."""
+    out = {k: v for k, v in row.items() if k != "user_id"}
+    return {**out, "customer_id": row["user_id"]}
 
-    shared = shared_data_dir()
-    if not shared.is_dir():
-        pytest.skip(f"real-world traces not present at {shared}")
-    out = Path(tmp_path) / "pack"
-    traces = shared / "tau2-bench/results/gpt-4.1_airline_default_gpt-4.1_1trials.json"
-    synthesize([traces], out, data=[shared / "tau-bench/envs/airline/data"])
-    result = fidelity(out, [shared / "tau-bench/historical_trajectories/gpt-4o-airline.json"])
-    assert result["reads"]["rate"] >= 0.90 and result["writes"]["rate"] >= 0.70
+
+def test_behaviour_of_another_generation_is_learned_from_the_other_half_of_its_tasks(shop_pack):
+    """An older generation's ``cancel_order`` refunded but left ``status`` as it was, and its
+    agents called ``think`` (answered ``""``), a tool the pack has none of. Each half of the
+    older tasks is measured with what the other half taught: the kept field (restored in the
+    world too, so the read after the cancel agrees) and the missing tool's constant answer."""
+    from simforge.audit.fidelity import FOLDS, _fold, fidelity
+    from simforge.synth.learn.schema_drift import BehaviourVotes
+
+    from .conftest import _cancelled, _order, episode
+
+    older = []
+    for n in range(1, 21, 2):
+        oid, reason = f"#W{n}", "no longer needed"
+        kept = {**_cancelled(oid, reason), "status": "pending"}
+        ep = episode(
+            100 + n,
+            [
+                ("think", {"thought": f"cancel {oid}"}, "", None),
+                ("get_order", {"order_id": oid}, _older(_order(oid)), None),
+                ("cancel_order", {"order_id": oid, "reason": reason}, _older(kept), None),
+                ("get_order", {"order_id": oid}, _older(kept), None),
+            ],
+        )
+        ep.task.id = f"old-{n}"
+        older.append(ep)
+    assert {_fold(e) for e in older} == set(range(FOLDS))
+    plain = fidelity(shop_pack, episodes=older, drift=False)
+    result = fidelity(shop_pack, episodes=older)
+    assert result["drift"]["get_order"][""] == {"renames": {"user_id": "customer_id"}}
+    for learned in result["drift_behaviour"].values():
+        assert learned == {
+            "kept": {"cancel_order": {"Order": ["status"]}},
+            "constant": {"think": ""},
+        }
+    assert plain["reads"]["exact"] == 0 and plain["writes"]["exact"] == 0
+    assert result["reads"]["rate"] == 1.0 and result["writes"]["rate"] == 1.0
+
+    # evidence: a field some answer shows changed is not kept; a tool that once refused, or
+    # answers otherwise, has no constant answer; too few calls teach nothing
+    votes = BehaviourVotes()
+    for _ in range(3):
+        votes.write("w", "E", {"a": (1, 2), "b": (1, 2)}, {"a": 2, "b": 2}, {"a": 1, "b": 1})
+        votes.unknown("t", "", None)
+        votes.unknown("u", "x", None)
+    votes.write("w", "E", {"b": (1, 2)}, {"b": 2}, {"b": 2})
+    votes.unknown("u", "y", None)
+    assert votes.learn().kept == {"w": {"E": ["a"]}}
+    assert votes.learn().constant == {"t": ""}
+    votes.unknown("t", None, "Error: unknown tool")
+    assert not votes.learn().constant
+    assert not BehaviourVotes().learn()

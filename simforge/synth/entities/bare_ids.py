@@ -26,11 +26,17 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from simforge.synth.entities.catalog import Entity, EntityCatalog, camel, singular
+from simforge.synth.entities.catalog import ID as KEY
+from simforge.synth.entities.catalog import (
+    Entity,
+    EntityCatalog,
+    camel,
+    group_of,
+    singular,
+)
+from simforge.synth.entities.catalog import prefix_of as prefix_of  # re-exported
 from simforge.trace.episode import Episode, ToolCall
 
-KEY = "id"
-_PREFIX = re.compile(r"^([A-Za-z]+[-_:]?)\d")
 _READ = re.compile(r"^(get|list|search|find|fetch|lookup|read|show|query|describe|retrieve)_(\w+)")
 _CONTAINERS = frozenset(
     {
@@ -65,21 +71,6 @@ _CONTAINERS = frozenset(
     }
 )
 DEPTH = 4
-
-
-def prefix_of(id: str) -> str | None:
-    """``AST-09401`` -> ``AST-``; ``None`` for ids without an alphabetic prefix before a digit."""
-    match = _PREFIX.match(id)
-    return match.group(1) if match else None
-
-
-def group_of(record: dict[str, Any]) -> str | None:
-    """The group a record with an ``id`` belongs to: its id prefix, else its field set."""
-    id = record.get(KEY)
-    if not isinstance(id, str) or not id:
-        return None
-    prefix = prefix_of(id)
-    return f"prefix:{prefix}" if prefix else "fields:" + ",".join(sorted(record))
 
 
 def nested_records(value: Any, depth: int = DEPTH) -> Iterator[tuple[str | None, dict[str, Any]]]:

@@ -119,8 +119,6 @@ class EntityCatalog:
     def kind_of(self, record: Any) -> Entity | None:
         if not self.kinds or not isinstance(record, dict):
             return None
-        from simforge.synth.entities.bare_ids import group_of
-
         group = group_of(record)
         name = self.kinds.get(group) if group else None
         return self.entities.get(name) if name else None
@@ -340,3 +338,23 @@ def parents_from_rows(
                     for key in value:
                         out.setdefault(str(key), str(row.get(pk)))
     return out
+
+
+ID = "id"
+"""The field that names a record in results (not a snapshot row's key, :data:`KEY`)."""
+_PREFIX = re.compile(r"^([A-Za-z]+[-_:]?)\d")
+
+
+def prefix_of(id: str) -> str | None:
+    """``AST-09401`` -> ``AST-``; ``None`` for ids without an alphabetic prefix before a digit."""
+    match = _PREFIX.match(id)
+    return match.group(1) if match else None
+
+
+def group_of(record: dict[str, Any]) -> str | None:
+    """The group a record with an ``id`` belongs to: its id prefix, else its field set."""
+    id = record.get(ID)
+    if not isinstance(id, str) or not id:
+        return None
+    prefix = prefix_of(id)
+    return f"prefix:{prefix}" if prefix else "fields:" + ",".join(sorted(record))

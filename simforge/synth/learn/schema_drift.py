@@ -259,3 +259,97 @@ def learn_wording(ours: Iterable[str], theirs: Iterable[str]) -> dict[str, str]:
             continue
         words[x] = y
     return words
+
+
+@dataclass
+class Behaviour:
+    """What another generation's systems did otherwise than the pack's, beyond shape:
+
+    - ``kept``: tool -> ``{entity: [field, ...]}``, fields the pack's write changes and the
+      other generation's write left as they were (an older ``update_reservation_flights``
+      that never set the reservation's ``cabin``);
+    - ``constant``: tool -> its one answer, for a tool the other generation calls and the
+      pack has none of (a ``think`` that answers ``""``).
+
+    Learned by :class:`BehaviourVotes` from replays of the other generation's episodes, which
+    must then not be the ones measured (``simforge fidelity`` learns each half of the tasks from
+    the other half)."""
+
+    kept: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    constant: dict[str, Any] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.kept or self.constant)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.kept:
+            out["kept"] = self.kept
+        if self.constant:
+            out["constant"] = self.constant
+        return out
+
+    def fields_kept(self, tool: str, entity: str) -> list[str]:
+        return self.kept.get(tool, {}).get(entity, [])
+
+
+@dataclass
+class BehaviourVotes:
+    """Evidence for a :class:`Behaviour`, one replayed call at a time.
+
+    A write's field votes ``kept`` when the other generation's answer shows the value the
+    entity had before the call where the pack's write changed it, ``set`` when it shows the
+    pack's new value (``changed``); a field is learned as kept on ``MIN_SEEN`` kept votes and
+    no changed vote.
+    A tool the pack lacks is learned as constant when ``MIN_SEEN`` recorded answers, and
+    every one, are the same value (no error among them)."""
+
+    kept: Counter[tuple[str, str, str]] = field(default_factory=Counter)
+    changed: Counter[tuple[str, str, str]] = field(default_factory=Counter)
+    missing: dict[str, list[Any]] = field(default_factory=dict)
+    refused: set[str] = field(default_factory=set)
+
+    def write(
+        self,
+        tool: str,
+        entity: str,
+        fields: Mapping[str, tuple[Any, Any]],
+        answer: Any,
+        recorded: Any,
+    ) -> None:
+        """``fields``: what the pack's write changed in one row (name -> (old, new)), shown
+        in its ``answer``; ``recorded``: the other generation's answer to the same call."""
+        from simforge.synth.expr.language import same
+
+        if not isinstance(answer, Mapping) or not isinstance(recorded, Mapping):
+            return
+        for name, (old, new) in fields.items():
+            if name not in answer or name not in recorded or not same(answer[name], new):
+                continue
+            if same(recorded[name], new):
+                self.changed[(tool, entity, name)] += 1
+            elif same(recorded[name], old):
+                self.kept[(tool, entity, name)] += 1
+
+    def unknown(self, tool: str, recorded: Any, error: str | None) -> None:
+        """A call to a tool the pack has none of."""
+        if error is not None:
+            self.refused.add(tool)
+        else:
+            self.missing.setdefault(tool, []).append(recorded)
+
+    def learn(self) -> Behaviour:
+        from simforge.synth.expr.language import same
+
+        out = Behaviour()
+        for (tool, entity, name), count in sorted(self.kept.items()):
+            if count >= MIN_SEEN and not self.changed[(tool, entity, name)]:
+                out.kept.setdefault(tool, {}).setdefault(entity, []).append(name)
+        for tool, answers in sorted(self.missing.items()):
+            if (
+                tool not in self.refused
+                and len(answers) >= MIN_SEEN
+                and all(same(a, answers[0]) for a in answers)
+            ):
+                out.constant[tool] = answers[0]
+        return out

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 import simforge
-from simforge.policies.harness import HarnessPolicy
 from simforge.runs.episode import aplay_episode, play_episode
+from simforge.runs.harness import HarnessPolicy
 
 pytest.importorskip("simforge.serve.app", reason="the serve layer is not available")
 

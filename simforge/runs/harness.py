@@ -39,8 +39,8 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from simforge.errors import UsageError
-from simforge.policies.base import PolicyBase, PolicyUnavailable
+from simforge.errors import PolicyUnavailable, UsageError
+from simforge.policies.base import PolicyBase
 from simforge.policies.scripted import NOOP_ANSWER
 
 if TYPE_CHECKING:
