@@ -599,6 +599,32 @@ def _spent(state: tenacity.RetryCallState) -> ChatError:
     return retry.error
 
 
+class _Sent:
+    """One attempt's request, sync or async alike: ``with`` it around the POST, which sets
+    ``outcome``; leaving it times the request, releases the concurrency slot the attempt took,
+    and keeps a transport error (``httpx.RequestError``) as the outcome instead of raising it."""
+
+    def __init__(self, slot: int | None, transport_error: type[Exception]) -> None:
+        self.slot = slot
+        self.transport_error = transport_error
+        self.outcome: httpx.Response | Exception | None = None
+        self.latency = 0.0
+        self.started = 0.0
+
+    def __enter__(self) -> _Sent:
+        self.started = time.perf_counter()
+        return self
+
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> bool:
+        self.latency = time.perf_counter() - self.started
+        if self.slot is not None:
+            _Slots.release(self.slot)
+        if isinstance(exc, self.transport_error):
+            self.outcome = exc
+            return True
+        return False
+
+
 class ChatClient:
     """Chat completions against ``config``'s endpoint, sync (:meth:`complete`) or async
     (:meth:`acomplete`). ``transport``/``async_transport`` replace httpx's network transports
@@ -676,18 +702,12 @@ class ChatClient:
     def _encode(self, body: dict[str, Any]) -> bytes:
         return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
 
-    def _judge(
-        self,
-        outcome: httpx.Response | Exception,
-        *,
-        attempt: int,
-        seed: int | None,
-        latency: float,
-        turn: int,
-    ) -> Completion:
+    def _judge(self, sent: _Sent, *, attempt: int, seed: int | None, turn: int) -> Completion:
         """What one request's outcome means: a completion, or (raised) a :class:`_Retry` that
         the retry policy retries or gives up on, or a ChatError that is never retried."""
         config = self.config
+        outcome, latency = sent.outcome, sent.latency
+        assert outcome is not None
         if isinstance(outcome, Exception):
             name = type(outcome).__name__
             detail = f"{name}: {outcome}" if str(outcome) else name
@@ -760,19 +780,10 @@ class ChatClient:
         for attempt in self._tenacity.Retrying(sleep=self._sleep, **self._retrying()):
             with attempt:
                 slot = self._slots.acquire(self.config) if self._slots else None
-                outcome: httpx.Response | Exception
-                try:
-                    started = time.perf_counter()
-                    try:
-                        outcome = client.post(_PATH, content=content, headers=self.headers)
-                    except self._httpx.RequestError as exc:
-                        outcome = exc
-                    latency = time.perf_counter() - started
-                finally:
-                    if slot is not None:
-                        _Slots.release(slot)
-                return self._judge(outcome, attempt=attempt.retry_state.attempt_number,
-                                   seed=seed, latency=latency, turn=len(messages))
+                with _Sent(slot, self._httpx.RequestError) as sent:
+                    sent.outcome = client.post(_PATH, content=content, headers=self.headers)
+                return self._judge(sent, attempt=attempt.retry_state.attempt_number, seed=seed,
+                                   turn=len(messages))
         error = _spent(attempt.retry_state)
         raise error from error.__cause__
 
@@ -813,19 +824,10 @@ class ChatClient:
         async for attempt in retrying:
             with attempt:
                 slot = await self._slots.aacquire(self.config) if self._slots else None
-                outcome: httpx.Response | Exception
-                try:
-                    started = time.perf_counter()
-                    try:
-                        outcome = await client.post(_PATH, content=content, headers=self.headers)
-                    except self._httpx.RequestError as exc:
-                        outcome = exc
-                    latency = time.perf_counter() - started
-                finally:
-                    if slot is not None:
-                        _Slots.release(slot)
-                return self._judge(outcome, attempt=attempt.retry_state.attempt_number,
-                                   seed=seed, latency=latency, turn=len(messages))
+                with _Sent(slot, self._httpx.RequestError) as sent:
+                    sent.outcome = await client.post(_PATH, content=content, headers=self.headers)
+                return self._judge(sent, attempt=attempt.retry_state.attempt_number, seed=seed,
+                                   turn=len(messages))
         error = _spent(attempt.retry_state)
         raise error from error.__cause__
 
