@@ -14,7 +14,8 @@ What it adds over a bare POST:
 * **Retries** of transport errors and of 408/409/429/500/502/503/504, with exponential backoff
   and full jitter drawn from a ``random.Random`` seeded from ``(seed, attempt)`` (reproducible
   when the request has a seed), honouring ``retry-after-ms`` and ``Retry-After`` (seconds or an
-  HTTP date), capped. The sleeping function is injectable.
+  HTTP date), capped: one retry policy on ``tenacity`` for sync and async requests alike. The
+  sleeping function is injectable.
 * **One error type**, :class:`ChatError` (a :class:`~simforge.errors.PolicyUnavailable`),
   for everything that is the endpoint's fault, in one line naming the endpoint, what happened
   and at most 200 characters of the body. A stress run records such an episode as invalid,
@@ -46,12 +47,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from simforge.errors import PolicyUnavailable, UsageError, WrongType
+from simforge.errors import InfrastructureError, PolicyUnavailable, UsageError, WrongType
 
 if TYPE_CHECKING:
     import httpx
+    import tenacity
 
 __all__ = [
     "RETRY_STATUSES",
@@ -569,10 +571,58 @@ class _Slots:
 # -- the client ------------------------------------------------------------------------------
 
 
-@dataclass
-class _Retry:
-    delay: float
-    reason: str
+class _Retry(InfrastructureError):
+    """An attempt's outcome that is worth another attempt after ``delay`` seconds; ``error``
+    is what the request fails with if it was the last one allowed (the retry policy raises
+    that instead: a ``_Retry`` never leaves :class:`ChatClient`)."""
+
+    def __init__(self, delay: float, reason: str, error: ChatError) -> None:
+        super().__init__(reason)
+        self.delay = delay
+        self.reason = reason
+        self.error = error
+
+
+def _wait_asked(state: tenacity.RetryCallState) -> float:
+    """tenacity's wait: the delay the failed attempt asked for (backoff or Retry-After)."""
+    assert state.outcome is not None
+    retry = state.outcome.exception()
+    assert isinstance(retry, _Retry)
+    return retry.delay
+
+
+def _spent(state: tenacity.RetryCallState) -> ChatError:
+    """What a request whose retries are spent fails with: its last attempt's ChatError."""
+    assert state.outcome is not None
+    retry = state.outcome.exception()
+    assert isinstance(retry, _Retry)
+    return retry.error
+
+
+class _Sent:
+    """One attempt's request, sync or async alike: ``with`` it around the POST, which sets
+    ``outcome``; leaving it times the request, releases the concurrency slot the attempt took,
+    and keeps a transport error (``httpx.RequestError``) as the outcome instead of raising it."""
+
+    def __init__(self, slot: int | None, transport_error: type[Exception]) -> None:
+        self.slot = slot
+        self.transport_error = transport_error
+        self.outcome: httpx.Response | Exception | None = None
+        self.latency = 0.0
+        self.started = 0.0
+
+    def __enter__(self) -> _Sent:
+        self.started = time.perf_counter()
+        return self
+
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> bool:
+        self.latency = time.perf_counter() - self.started
+        if self.slot is not None:
+            _Slots.release(self.slot)
+        if isinstance(exc, self.transport_error):
+            self.outcome = exc
+            return True
+        return False
 
 
 class ChatClient:
@@ -588,7 +638,8 @@ class ChatClient:
 
     Retries and timing: attempt ``k`` failing with a transport error or a retried status
     (:data:`RETRY_STATUSES`) sleeps, then tries again, at most ``config.retries`` times; each
-    attempt takes its own concurrency slot, released before the sleep."""
+    attempt takes its own concurrency slot, released before the sleep. One retry policy
+    (:meth:`_retrying`, built on ``tenacity``) drives both the sync and the async attempts."""
 
     def __init__(
         self,
@@ -600,13 +651,16 @@ class ChatClient:
         async_sleep: Callable[[float], Awaitable[object]] | None = None,
     ) -> None:
         import httpx
+        import tenacity
 
         self.config = config
         self._httpx = httpx
+        self._tenacity = tenacity
         self._transport = transport
         self._async_transport = async_transport
-        self._sleep = sleep or time.sleep
-        self._async_sleep = async_sleep or asyncio.sleep
+        # what they return is ignored
+        self._sleep = cast(Callable[[float], None], sleep or time.sleep)
+        self._async_sleep = cast(Callable[[float], Awaitable[None]], async_sleep or asyncio.sleep)
         self._lock = threading.Lock()
         self._client: httpx.Client | None = None
         self._aclient: httpx.AsyncClient | None = None
@@ -648,19 +702,12 @@ class ChatClient:
     def _encode(self, body: dict[str, Any]) -> bytes:
         return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
 
-    def _judge(
-        self,
-        outcome: httpx.Response | Exception,
-        *,
-        attempt: int,
-        seed: int | None,
-        latency: float,
-        turn: int,
-    ) -> Completion | _Retry:
-        """What one request's outcome means: a completion, a retry after a delay, or (raised)
-        a ChatError."""
+    def _judge(self, sent: _Sent, *, attempt: int, seed: int | None, turn: int) -> Completion:
+        """What one request's outcome means: a completion, or (raised) a :class:`_Retry` that
+        the retry policy retries or gives up on, or a ChatError that is never retried."""
         config = self.config
-        last = attempt > config.retries
+        outcome, latency = sent.outcome, sent.latency
+        assert outcome is not None
         if isinstance(outcome, Exception):
             name = type(outcome).__name__
             detail = f"{name}: {outcome}" if str(outcome) else name
@@ -670,22 +717,21 @@ class ChatClient:
                 what = "unreachable"
             else:
                 what = "request failed"
-            if last or not isinstance(outcome, self._httpx.TransportError):
-                raise _fail(
-                    config.endpoint, f"{what} after {attempt} attempt(s): {detail}",
-                    attempts=attempt,
-                ) from outcome
-            return _Retry(_backoff(config, seed, attempt), detail)
+            error = _fail(config.endpoint, f"{what} after {attempt} attempt(s): {detail}",
+                          attempts=attempt)
+            error.__cause__ = outcome
+            if not isinstance(outcome, self._httpx.TransportError):
+                raise error
+            raise _Retry(_backoff(config, seed, attempt), detail, error)
         status = outcome.status_code
         if status in RETRY_STATUSES:
-            if last:
-                raise _fail(
-                    config.endpoint, f"answered {status} after {attempt} attempt(s)",
-                    outcome.text, status=status, attempts=attempt,
-                )
+            error = _fail(
+                config.endpoint, f"answered {status} after {attempt} attempt(s)",
+                outcome.text, status=status, attempts=attempt,
+            )
             delay = parse_retry_after(outcome.headers, cap=config.retry_after_cap)
-            return _Retry(_backoff(config, seed, attempt) if delay is None else delay,
-                          f"status {status}")
+            raise _Retry(_backoff(config, seed, attempt) if delay is None else delay,
+                         f"status {status}", error)
         if not 200 <= status < 300:
             raise _fail(
                 config.endpoint, f"answered {status} (not retried)", outcome.text,
@@ -693,10 +739,25 @@ class ChatClient:
             )
         return _parse_completion(config, outcome, latency=latency, attempts=attempt, turn=turn)
 
-    def _log_retry(self, step: _Retry, attempt: int) -> None:
+    def _retrying(self) -> dict[str, Any]:
+        """The retry policy, for ``tenacity.Retrying`` and ``AsyncRetrying`` alike: at most
+        ``config.retries`` more attempts after the first, each after the delay the failed
+        attempt asked for; then that attempt's ChatError."""
+        tenacity = self._tenacity
+        return {
+            "stop": tenacity.stop_after_attempt(self.config.retries + 1),
+            "retry": tenacity.retry_if_exception_type(_Retry),
+            "wait": _wait_asked,
+            "before_sleep": self._log_retry,
+            "retry_error_callback": lambda state: None,  # the caller raises _spent(state)
+        }
+
+    def _log_retry(self, state: tenacity.RetryCallState) -> None:
+        assert state.outcome is not None
         log.info(
             "%s: %s; retry %d/%d in %.2f s",
-            self.config.endpoint, step.reason, attempt, self.config.retries, step.delay,
+            self.config.endpoint, state.outcome.exception(), state.attempt_number,
+            self.config.retries, _wait_asked(state),
         )
 
     # -- sync ------------------------------------------------------------------------------
@@ -716,28 +777,15 @@ class ChatClient:
                 )
             client = self._client
         content = self._encode(self.request_body(messages, tools, seed))
-        attempt = 0
-        while True:
-            attempt += 1
-            slot = self._slots.acquire(self.config) if self._slots else None
-            outcome: httpx.Response | Exception
-            try:
-                started = time.perf_counter()
-                try:
-                    outcome = client.post(_PATH, content=content, headers=self.headers)
-                except self._httpx.RequestError as exc:
-                    outcome = exc
-                latency = time.perf_counter() - started
-            finally:
-                if slot is not None:
-                    _Slots.release(slot)
-            step = self._judge(
-                outcome, attempt=attempt, seed=seed, latency=latency, turn=len(messages)
-            )
-            if isinstance(step, Completion):
-                return step
-            self._log_retry(step, attempt)
-            self._sleep(step.delay)
+        for attempt in self._tenacity.Retrying(sleep=self._sleep, **self._retrying()):
+            with attempt:
+                slot = self._slots.acquire(self.config) if self._slots else None
+                with _Sent(slot, self._httpx.RequestError) as sent:
+                    sent.outcome = client.post(_PATH, content=content, headers=self.headers)
+                return self._judge(sent, attempt=attempt.retry_state.attempt_number, seed=seed,
+                                   turn=len(messages))
+        error = _spent(attempt.retry_state)
+        raise error from error.__cause__
 
     def close(self) -> None:
         with self._lock:
@@ -772,28 +820,16 @@ class ChatClient:
         """:meth:`complete` without blocking the event loop."""
         client = self._async_client()
         content = self._encode(self.request_body(messages, tools, seed))
-        attempt = 0
-        while True:
-            attempt += 1
-            slot = await self._slots.aacquire(self.config) if self._slots else None
-            outcome: httpx.Response | Exception
-            try:
-                started = time.perf_counter()
-                try:
-                    outcome = await client.post(_PATH, content=content, headers=self.headers)
-                except self._httpx.RequestError as exc:
-                    outcome = exc
-                latency = time.perf_counter() - started
-            finally:
-                if slot is not None:
-                    _Slots.release(slot)
-            step = self._judge(
-                outcome, attempt=attempt, seed=seed, latency=latency, turn=len(messages)
-            )
-            if isinstance(step, Completion):
-                return step
-            self._log_retry(step, attempt)
-            await self._async_sleep(step.delay)
+        retrying = self._tenacity.AsyncRetrying(sleep=self._async_sleep, **self._retrying())
+        async for attempt in retrying:
+            with attempt:
+                slot = await self._slots.aacquire(self.config) if self._slots else None
+                with _Sent(slot, self._httpx.RequestError) as sent:
+                    sent.outcome = await client.post(_PATH, content=content, headers=self.headers)
+                return self._judge(sent, attempt=attempt.retry_state.attempt_number, seed=seed,
+                                   turn=len(messages))
+        error = _spent(attempt.retry_state)
+        raise error from error.__cause__
 
     async def aclose(self) -> None:
         self.close()

@@ -23,7 +23,7 @@
     │   ├── DepthError            (jsonio) JSON nested deeper than the limit
     │   ├── ReferenceReplayError  (scoring.replay) a reference solution that does not replay
     │   ├── ValidatorParamsError  (scoring.registry) a validator's settings
-    │   └── NothingToLearn, PackFormatError, SnapshotError   (synth) inputs and pack files
+    │   └── NothingToLearn, PackFormatError, SnapshotError, ExprError   (synth) inputs, pack files
     ├── InfrastructureError       what simforge depends on failed
     │   ├── StoreError            (runs.store) a run store that cannot be reached or used
     │   ├── PolicyUnavailable     what a policy depends on (a model endpoint); ChatError (chat)

@@ -20,9 +20,11 @@ The system prompt is a Jinja2 template (sandboxed, undefined names are errors) w
 ``tool_names``; the default one puts the policy in. Every assistant turn records its token usage,
 the request's latency, attempts and finish reason in the trajectory (``metadata.llm``).
 
-Requests go through :class:`simforge.chat.ChatClient`: 429 and 5xx retried with backoff that
-honours ``Retry-After``, a bound on concurrent requests across the worker processes of one
-machine. An endpoint that fails, or answers something that is not a completion, raises
+Requests go through one :class:`simforge.chat.ChatClient` per policy (its connections kept
+alive across steps, sync or async): 429 and 5xx retried with backoff that honours
+``Retry-After`` (one retry policy for both, on ``tenacity``), a bound on concurrent requests
+across the worker processes of one machine. An endpoint that fails, or answers something that
+is not a completion, raises
 :class:`~simforge.chat.ChatError` (a :class:`~simforge.policies.base.PolicyUnavailable`): the
 episode is recorded as invalid, never as the agent's failure.
 """
@@ -243,6 +245,14 @@ class LLMPolicy(PolicyBase):
     def close(self) -> None:
         if self._client is not None:
             self._client.close()
+            self._client = None
+
+    async def aclose(self) -> None:
+        """:meth:`close`, and the async connections too (call it in the loop that played:
+        the policy keeps one client, whose async connections serve every episode played in
+        one event loop)."""
+        if self._client is not None:
+            await self._client.aclose()
             self._client = None
 
 

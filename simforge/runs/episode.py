@@ -4,15 +4,25 @@
 also hands back the trajectory (the run store keeps it for export). The async variant drives
 policies whose ``aact`` awaits I/O (an LLM endpoint) without blocking an event loop; the
 environment itself is CPU-bound and stays synchronous.
+
+There is one episode loop, :func:`_episode`: a generator that does no I/O itself but yields what
+it needs next (the policy's action for an observation, the environment's step for an action, or
+a whole episode from a policy that drives its own) and is sent the answer. :func:`play_episode`
+answers it with plain calls (no event loop per episode: the sync runner plays hundreds to
+thousands of episodes a second), :func:`aplay_episode` by awaiting (``aact``, ``env.astep``;
+a driver's blocking ``play_episode`` in a worker thread).
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Generator
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from simforge.env.core import SimforgeEnv
-from simforge.policies.base import Policy, PolicyUnavailable, act_async
+from simforge.errors import PolicyUnavailable
+from simforge.policies.base import Policy, act_async
 from simforge.trace.episode import Episode
 
 
@@ -111,6 +121,71 @@ class EpisodeDriver(Protocol):
     ) -> EpisodeOutcome: ...
 
 
+class _Act:
+    """The loop needs the policy's action for ``observation``."""
+
+    __slots__ = ("observation",)
+
+    def __init__(self, observation: dict[str, Any]) -> None:
+        self.observation = observation
+
+
+class _Step:
+    """The loop needs the environment's step for ``action``."""
+
+    __slots__ = ("action",)
+
+    def __init__(self, action: Any) -> None:
+        self.action = action
+
+
+class _Drive:
+    """The policy plays the whole episode itself (an :class:`EpisodeDriver`)."""
+
+    __slots__ = ("kwargs", "policy")
+
+    def __init__(self, policy: EpisodeDriver, kwargs: dict[str, Any]) -> None:
+        self.policy = policy
+        self.kwargs = kwargs
+
+
+_Need = _Act | _Step | _Drive
+
+
+def _episode(
+    env: SimforgeEnv,
+    policy: Policy,
+    seed: int,
+    task: str | None,
+    faults: str | None,
+    policy_seed: int | None,
+) -> Generator[_Need, Any, EpisodeOutcome]:
+    """The episode loop, without I/O: yields what it needs (:class:`_Act`, :class:`_Step`,
+    :class:`_Drive`) and is sent the answer; the policy's :class:`PolicyUnavailable` is thrown
+    into it. Returns the outcome. Without ``faults``, the environment's own profile
+    (``make(..., faults=)``) applies, whoever plays."""
+    if faults is None:
+        faults = env.default_faults
+    if isinstance(policy, EpisodeDriver):
+        outcome: EpisodeOutcome = yield _Drive(policy, {
+            "seed": seed, "task": task, "faults": faults,
+            "policy_seed": seed if policy_seed is None else policy_seed,
+        })
+        return outcome
+    obs = _start(env, policy, seed, task, faults, policy_seed)
+    terminated = truncated = False
+    while not (terminated or truncated):
+        try:
+            action = yield _Act(obs)
+        except PolicyUnavailable as exc:
+            _abort(env, exc)
+            break
+        obs, _reward, terminated, truncated, _info = yield _Step(action)
+    session = env.session
+    assert session is not None
+    return finish_outcome(env, policy.name, seed, session.terminated, session.truncated)
+
+
 def play_episode(
     env: SimforgeEnv,
     policy: Policy,
@@ -124,25 +199,24 @@ def play_episode(
     the environment, so repeated trials of a stochastic policy face the same world. Without
     ``faults``, the environment's own profile (``make(..., faults=)``) applies, whoever plays:
     an in-process policy or a driver of its own (an external harness)."""
-    if faults is None:
-        faults = env.default_faults
-    if isinstance(policy, EpisodeDriver):
-        return policy.play_episode(
-            env, seed=seed, task=task, faults=faults,
-            policy_seed=seed if policy_seed is None else policy_seed,
-        )
-    obs = _start(env, policy, seed, task, faults, policy_seed)
-    terminated = truncated = False
-    while not (terminated or truncated):
-        try:
-            action = policy.act(obs)
-        except PolicyUnavailable as exc:
-            _abort(env, exc)
-            break
-        obs, _reward, terminated, truncated, _info = env.step(action)
-    session = env.session
-    assert session is not None
-    return finish_outcome(env, policy.name, seed, session.terminated, session.truncated)
+    loop = _episode(env, policy, seed, task, faults, policy_seed)
+    act, step, send = policy.act, env.step, loop.send
+    try:
+        need = next(loop)
+        while True:
+            if isinstance(need, _Act):
+                try:
+                    answer = act(need.observation)
+                except PolicyUnavailable as exc:
+                    need = loop.throw(exc)
+                    continue
+            elif isinstance(need, _Step):
+                answer = step(need.action)
+            else:
+                answer = need.policy.play_episode(env, **need.kwargs)
+            need = send(answer)
+    except StopIteration as done:
+        return done.value
 
 
 def _abort(env: SimforgeEnv, exc: PolicyUnavailable) -> None:
@@ -163,21 +237,25 @@ async def aplay_episode(
     policy_seed: int | None = None,
 ) -> EpisodeOutcome:
     """:func:`play_episode` for policies that await (``aact``); others run as they are. The
-    user's replies are awaited too (``env.astep``)."""
-    if faults is None:
-        faults = env.default_faults
-    obs = _start(env, policy, seed, task, faults, policy_seed)
-    terminated = truncated = False
-    while not (terminated or truncated):
-        try:
-            action = await act_async(policy, obs)
-        except PolicyUnavailable as exc:
-            _abort(env, exc)
-            break
-        obs, _reward, terminated, truncated, _info = await env.astep(action)
-    session = env.session
-    assert session is not None
-    return finish_outcome(env, policy.name, seed, session.terminated, session.truncated)
+    user's replies are awaited too (``env.astep``). A policy that plays whole episodes itself
+    (the harness) plays in a worker thread, so the event loop goes on meanwhile."""
+    loop = _episode(env, policy, seed, task, faults, policy_seed)
+    try:
+        need = next(loop)
+        while True:
+            if isinstance(need, _Act):
+                try:
+                    answer = await act_async(policy, need.observation)
+                except PolicyUnavailable as exc:
+                    need = loop.throw(exc)
+                    continue
+            elif isinstance(need, _Step):
+                answer = await env.astep(need.action)
+            else:
+                answer = await asyncio.to_thread(need.policy.play_episode, env, **need.kwargs)
+            need = loop.send(answer)
+    except StopIteration as done:
+        return done.value
 
 
 def run_episode(

@@ -1,12 +1,20 @@
 """``synthesize``: traces (and a data snapshot) in, a pack directory out.
 
-The steps, each in its own module: read episodes (:mod:`.traces`: rejected records counted,
-snapshots among the trace paths read as data; episodes without tool calls counted and
-skipped), split train/holdout by a seeded hash of the episode id, load the snapshot
-(:mod:`.snapshot`), recognise entities (:mod:`.catalog`), profile tools and walk every training
-episode over the seed (:mod:`.observations`), learn a handler and error conditions per tool
-(:mod:`.handler_choice`), schemas (:mod:`.json_schemas`), timing (:mod:`.timing`), tasks
-(:mod:`.episode_tasks`), and write the files (:mod:`.files`).
+``synthesize`` composes five stages, each a function from typed inputs to a typed output:
+
+- :func:`read_stage` -> :class:`Corpus`: read episodes (:mod:`.traces`: rejected records
+  counted, snapshots among the trace paths read as data; episodes without tool calls counted and
+  skipped), split train/holdout by a seeded hash of the episode id, version tools whose calls
+  disagree on their arguments' shape;
+- :func:`entities_stage` -> :class:`World`: load the snapshot (:mod:`.snapshot`), recognise
+  entities (:mod:`.catalog`), profile tools, learn seed rows;
+- :func:`learn_stage` -> :class:`Learned`: walk every training episode over the seed
+  (:mod:`.observations`), learn a handler and error conditions per tool (:mod:`.handler_choice`),
+  schemas (:mod:`.json_schemas`), timing (:mod:`.timing`), the declared setup;
+- :func:`tasks_stage` -> :class:`Tasks`: a task per episode (:mod:`.episode_tasks`);
+- :func:`write_stage`: the files (:mod:`.files`).
+
+Every stage also fills its part of the :class:`SynthReport`.
 """
 
 from __future__ import annotations
@@ -35,10 +43,16 @@ from simforge.synth.learn import timing
 from simforge.synth.learn.declared_setup import initial_state as setup_initial
 from simforge.synth.learn.declared_setup import learn_setup
 from simforge.synth.learn.handler_choice import Learner, share_not_found
-from simforge.synth.learn.json_schemas import infer_schema, json_type, open_field_names
+from simforge.synth.learn.json_schemas import (
+    infer_schema,
+    json_type,
+    open_field_names,
+    value_type,
+)
 from simforge.synth.learn.observations import (
     CallObservation,
     EpisodeState,
+    ToolProfile,
     learn_seed_rows,
     named_like_write,
     profile,
@@ -131,7 +145,7 @@ def version_conflicts(episodes: list[Episode]) -> list[str]:
     for episode in episodes:
         for call in episode.tool_calls:
             args = call.args if isinstance(call.args, dict) else {}
-            sig = {k: _jtype(v) for k, v in args.items()}
+            sig = {k: value_type(v) for k, v in args.items()}
             groups = shapes.setdefault(call.tool, [])
             for i, (keys, n) in enumerate(groups):
                 if _compatible(keys, sig):
@@ -156,23 +170,12 @@ def version_conflicts(episodes: list[Episode]) -> list[str]:
         for episode in episodes:
             for call in episode.tool_calls:
                 args = call.args if isinstance(call.args, dict) else {}
-                sig = {k: _jtype(v) for k, v in args.items()}
+                sig = {k: value_type(v) for k, v in args.items()}
                 for (tool, shape), new in assignment.items():
                     if call.tool == tool and _compatible(dict(shape), sig):
                         call.tool = new
                         break
     return messages
-
-
-def _jtype(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    names: dict[type, str] = {str: "string", list: "array", dict: "object"}
-    return names.get(type(value), "any")
 
 
 def _compatible(a: dict[str, str], b: dict[str, str]) -> bool:
@@ -182,6 +185,61 @@ def _compatible(a: dict[str, str], b: dict[str, str]) -> bool:
     if not common:
         return False
     return all(a[k] == b[k] or "null" in (a[k], b[k]) for k in common)
+
+
+@dataclass
+class Corpus:
+    """What the read stage hands on: the episodes read, the ones with tool calls, split into
+    training and held-out by :func:`in_holdout`, and every data snapshot to load."""
+
+    inputs: Inputs
+    episodes: list[Episode]
+    usable: list[Episode]
+    train: list[Episode]
+    held: list[Episode]
+    data: list[Path]
+
+
+@dataclass
+class World:
+    """What the entities stage hands on: the entity catalog with its seed rows (``base``, by
+    entity and id), primary keys, sub-record parents, each tool's profile, and the entity each
+    bare id is the primary key of."""
+
+    catalog: EntityCatalog
+    profiles: dict[str, ToolProfile]
+    base: dict[str, dict[str, Row]]
+    pks: dict[str, str]
+    parent_of: dict[str, str]
+    primary: dict[str, str]
+
+
+@dataclass
+class Learned:
+    """What the learn stage hands on: every training episode walked over the seed, the replay
+    table and learned handler (``descs``, in profile order) of each tool, the text-only state,
+    the catalog entries of ``tools.json``, the declared setup, and the agent policy."""
+
+    states: list[tuple[Episode, EpisodeState]]
+    replays: dict[str, ReplayTable]
+    learner: Learner
+    descs: list[dict[str, Any]]
+    text_state: textstate.TextState | None
+    tool_entries: list[dict[str, Any]]
+    setup: dict[str, list[dict[str, Any]]]
+    policy: str | None
+
+
+@dataclass
+class Tasks:
+    """What the tasks stage hands on: the scenario's tasks (training, and eval from held-out
+    episodes) and the failed training episodes' tasks kept apart."""
+
+    tasks: list[dict[str, Any]]
+    failed: list[dict[str, Any]]
+
+
+Warn = Callable[[str], None]
 
 
 def synthesize(
@@ -208,20 +266,42 @@ def synthesize(
     out = Path(out)
     tick = progress or (lambda stage, done, total: None)
     report = SynthReport(out=out)
-    data = [Path(p) for p in data]
+
+    def warn(message: str) -> None:
+        # called by the stages: the warning points at synthesize's caller
+        report.warnings.append(message)
+        warnings.warn(message, SynthWarning, stacklevel=4)
+
+    corpus = read_stage(traces, data, episodes, holdout, seed, tick, report, warn)
+    world = entities_stage(corpus, warn)
+    learned = learn_stage(corpus, world, tick, report)
+    made = tasks_stage(corpus, world, learned, keep_nongold, report, warn)
+    write_stage(out, name, holdout, seed, keep_nongold, corpus, world, learned, made, report)
+    return report
+
+
+def read_stage(
+    traces: Iterable[Path | str],
+    data: Iterable[Path | str],
+    episodes: list[Episode] | None,
+    holdout: float,
+    seed: int,
+    tick: Progress,
+    report: SynthReport,
+    warn: Warn,
+) -> Corpus:
+    """Read the traces (unless ``episodes`` are given), split train/holdout, version tools
+    whose calls take incompatible argument shapes. Raises ``NothingToLearn`` when nothing is
+    left to learn from."""
+    paths = [Path(p) for p in data]
     inputs = Inputs()
     if episodes is None:
         inputs = read_traces(traces, tick)
         episodes = inputs.episodes
-        data.extend(p for p in inputs.as_data if p not in data)
+        paths.extend(p for p in inputs.as_data if p not in paths)
         report.read_as_data = [str(p) for p in inputs.as_data]
         report.rejected = inputs.result.rejected
         report.rejections = [str(r) for r in inputs.result.rejections[:20]]
-
-    def warn(message: str) -> None:
-        report.warnings.append(message)
-        warnings.warn(message, SynthWarning, stacklevel=3)
-
     report.episodes = len(episodes)
     usable = [e for e in episodes if e.tool_calls]
     report.empty_episodes = len(episodes) - len(usable)
@@ -245,12 +325,19 @@ def synthesize(
         warn(f"{report.rejected} trace record(s) rejected, first: {inputs.result.rejections[0]}")
     for message in version_conflicts(usable):
         warn(message)
-    report.holdout = [e.id for e in usable if in_holdout(e.id, holdout, seed)]
+    held = [e for e in usable if in_holdout(e.id, holdout, seed)]
+    report.holdout = [e.id for e in held]
     report.train = len(train)
+    return Corpus(inputs, episodes, usable, train, held, paths)
 
+
+def entities_stage(corpus: Corpus, warn: Warn) -> World:
+    """Recognise entities in the snapshot and the training calls, profile the tools, learn seed
+    rows (faker fills ids referenced and never shown)."""
+    train = corpus.train
     catalog = EntityCatalog()
     notes: list[str] = []
-    tables = load_snapshots(data, notes)
+    tables = load_snapshots(corpus.data, notes)
     for message in notes:
         warn(message)
     hints = {
@@ -269,15 +356,26 @@ def synthesize(
         seed_kinds(train, catalog, profiles)
         vote_refs(train, catalog, profiles)
     _fill_gaps(catalog)
-    base = {name_: entity.rows for name_, entity in catalog.entities.items()}
-    pks = {name_: entity.pk for name_, entity in catalog.entities.items()}
-    parent_of = parents(catalog)
+    return World(
+        catalog=catalog,
+        profiles=profiles,
+        base={name_: entity.rows for name_, entity in catalog.entities.items()},
+        pks={name_: entity.pk for name_, entity in catalog.entities.items()},
+        parent_of=parents(catalog),
+        primary={id: ref.entity for id, ref in catalog.index().items() if ref.sub is None},
+    )
 
+
+def learn_stage(corpus: Corpus, world: World, tick: Progress, report: SynthReport) -> Learned:
+    """Walk every training episode over the seed, learn each tool's handler and error
+    conditions, the state shown only in text, the tools' catalog entries and the declared
+    setup. Adds the text state's row and the seed's corrections to ``world.base``."""
+    train, profiles, base, pks = corpus.train, world.profiles, world.base, world.pks
     sink: dict[str, list[CallObservation]] = {}
     states: list[tuple[Episode, EpisodeState]] = []
-    primary = {id: ref.entity for id, ref in catalog.index().items() if ref.sub is None}
     for n, episode in enumerate(train, 1):
-        state = walk(episode, catalog, profiles, base, pks, parent_of, sink, primary)
+        state = walk(episode, world.catalog, profiles, base, pks, world.parent_of, sink,
+                     world.primary)
         states.append((episode, state))
         if n % 200 == 0 or n == len(train):
             tick("walk", n, len(train))
@@ -289,7 +387,7 @@ def synthesize(
             table.add(c.args, {"error": c.error} if c.error is not None else {"result": c.result})
     from simforge.synth.runtime.interpreter import Runtime
 
-    learner = Learner(catalog, base, pks, Runtime(parent_of, replays))
+    learner = Learner(world.catalog, base, pks, Runtime(world.parent_of, replays))
     descs = []
     for n, (tool, prof) in enumerate(profiles.items(), 1):
         descs.append(learner.learn(prof, sink.get(tool, [])))
@@ -322,37 +420,55 @@ def synthesize(
             report.handlers[tool] = "declared"
             report.declared_only.append(tool)
     report.tools = len(tool_entries)
+    setup = learn_setup(states, base, world.catalog.index())
+    return Learned(states, replays, learner, descs, text_state, tool_entries, setup,
+                   _policy_of(train))
 
-    setup = learn_setup(states, base, catalog.index())
+
+def tasks_stage(
+    corpus: Corpus, world: World, learned: Learned, keep_nongold: bool, report: SynthReport,
+    warn: Warn,
+) -> Tasks:
+    """A task per training episode (from where its setup starts and what it did), an eval task
+    per held-out episode that calls only tools training saw; gold tasks that prove no work are
+    left out, failed training episodes' tasks kept apart unless ``keep_nongold``."""
+    train, base, pks = corpus.train, world.base, world.pks
+    text_state, states = learned.text_state, learned.states
     changed_by = textstate.changers(text_state, train) if text_state is not None else {}
-    by_name = {desc["tool"]: desc for desc in descs}
-    setup_rt = Runtime(parent_of, replays)
+    by_name = {desc["tool"]: desc for desc in learned.descs}
+    from simforge.synth.runtime.interpreter import Runtime
+
+    setup_rt = Runtime(world.parent_of, learned.replays)
 
     def starts(episode: Episode) -> dict[str, dict[str, Row]]:
-        return setup_initial(episode, setup, by_name, base, pks, setup_rt)
+        return setup_initial(episode, learned.setup, by_name, base, pks, setup_rt)
 
-    policy = _policy_of(train)
+    modelled = learned.learner.modelled
     # what every agent reads before doing anything: no fact in it proves a task's work
-    shown = json.dumps([e["spec"] for e in tool_entries], ensure_ascii=False) + (policy or "")
+    shown = json.dumps(
+        [e["spec"] for e in learned.tool_entries], ensure_ascii=False
+    ) + (learned.policy or "")
     tasks = []
     for index, (episode, state) in enumerate(states):
-        task = build_task(index, episode, state, base, pks, learner.modelled, shown)
+        task = build_task(index, episode, state, base, pks, modelled, shown)
         task["initial_state"] = _merge(starts(episode), task["initial_state"])
         tasks.append(_with_text_state(task, episode, text_state, changed_by))
     # Held-out episodes become the eval split: walked over the same seed world, but nothing of
     # them reaches what was learned. One that calls a tool no training episode showed would
     # be unsolvable in this pack, which says nothing of the agent: it is counted, not kept.
-    known = {e["spec"]["name"] for e in tool_entries if e["handler"]["kind"] != "declared"}
-    held = [e for e in usable if in_holdout(e.id, holdout, seed)]
+    known = {
+        e["spec"]["name"] for e in learned.tool_entries if e["handler"]["kind"] != "declared"
+    }
     held_kept: list[Episode] = []
-    for episode in held:
+    for episode in corpus.held:
         unseen = sorted({_safe_name(c.tool) for c in episode.tool_calls} - known)
         if unseen:
             report.eval_skipped.append(f"{episode.id}: calls {', '.join(unseen)}")
             continue
         held_kept.append(episode)
-        state = walk(episode, catalog, profiles, base, pks, parent_of, {}, primary)
-        task = build_task(len(tasks), episode, state, base, pks, learner.modelled, shown)
+        state = walk(episode, world.catalog, world.profiles, base, pks, world.parent_of, {},
+                     world.primary)
+        task = build_task(len(tasks), episode, state, base, pks, modelled, shown)
         # where it starts is what its setup declared, never what its own reads showed
         task["initial_state"] = starts(episode)
         task["split"] = "eval"
@@ -362,7 +478,7 @@ def synthesize(
             f"{len(report.eval_skipped)} held-out episode(s) call tools that no training episode "
             f"shows and are not eval tasks, first: {report.eval_skipped[0]}"
         )
-    writes = {tool for tool, prof in profiles.items() if prof.is_write}
+    writes = {tool for tool, prof in world.profiles.items() if prof.is_write}
     proven = []
     for task, episode in zip(tasks, [e for e, _ in states] + held_kept, strict=True):
         expected = task["expected"]
@@ -390,23 +506,42 @@ def synthesize(
     report.tasks = len(tasks)
     report.eval_tasks = sum(1 for t in tasks if t.get("split") == "eval")
     report.gold_tasks = sum(1 for t in tasks if t["metadata"]["gold"])
+    return Tasks(tasks, failed)
+
+
+def write_stage(
+    out: Path,
+    name: str | None,
+    holdout: float,
+    seed: int,
+    keep_nongold: bool,
+    corpus: Corpus,
+    world: World,
+    learned: Learned,
+    made: Tasks,
+    report: SynthReport,
+) -> None:
+    """The pack's files: ``pack.yaml`` (entities, split, setup, stats), ``tools.json``, the
+    world and replay tables, the scenario (and its non-gold sibling), the policy, the text
+    state."""
+    catalog, text_state, policy = world.catalog, learned.text_state, learned.policy
     pack_name = name or _safe_id(out.name)
     scenario = {
         "id": f"synth/{pack_name}-v1",
         "description": f"Synthesized from {report.train} episodes.",
         "pack": ".",
-        "think_time": timing.to_json(timing.think_time(train)),
+        "think_time": timing.to_json(timing.think_time(corpus.train)),
         "call_timeout": 60.0,
         "budgets": {
             # room for a production episode's calls made one at a time (every call of the
             # longest episode, the user's too), not only for its grouped reference steps
-            "max_steps": max([len(e.tool_calls) + 10 for e in usable] or [30]),
+            "max_steps": max([len(e.tool_calls) + 10 for e in corpus.usable] or [30]),
             "max_sim_seconds": 86400.0,
         },
         "seeds": [0],
         # production's successful answers are not stuffing: the bounds they reached
-        "validators": [{"name": "answer_stuffing", "params": stuffing_bounds(train)}],
-        "tasks": tasks,
+        "validators": [{"name": "answer_stuffing", "params": stuffing_bounds(corpus.train)}],
+        "tasks": made.tasks,
     }
     entities_manifest = {
         name_: {
@@ -441,7 +576,7 @@ def synthesize(
             "description": f"Synthesized by simforge from {report.train} episodes.",
             "entities": entities_manifest,
             "split": {"holdout_fraction": holdout, "seed": seed, "holdout": report.holdout},
-            "setup": setup,
+            "setup": learned.setup,
             "stats": {
                 "episodes": report.episodes,
                 "empty_episodes": report.empty_episodes,
@@ -450,9 +585,9 @@ def synthesize(
                 "unproven": report.unproven,
             },
         },
-        tools=tool_entries,
-        world={k: list(v.values()) for k, v in base.items()},
-        replay={tool: table.entries for tool, table in replays.items()},
+        tools=learned.tool_entries,
+        world={k: list(v.values()) for k, v in world.base.items()},
+        replay={tool: table.entries for tool, table in learned.replays.items()},
         scenario=scenario,
         policy=policy,
         state=text_state.model.to_json() if text_state is not None else None,
@@ -461,14 +596,13 @@ def synthesize(
                 **scenario,
                 "id": f"synth/{pack_name}-nongold-v1",
                 "description": "Training episodes labelled failed: nothing to expect.",
-                "tasks": failed,
+                "tasks": made.failed,
             }
-            if failed and not keep_nongold
+            if made.failed and not keep_nongold
             else None
         ),
     )
     report.policy_chars = len(policy or "")
-    return report
 
 
 def _learn_text_state(
@@ -614,7 +748,7 @@ def _field_schemas(rows: Iterable[dict[str, Any]]) -> dict[str, str]:
     fields: dict[str, str] = {}
     for i, row in enumerate(rows):
         for k, v in row.items():
-            kind = _jtype(v)
+            kind = value_type(v)
             if fields.get(k) in (None, "null"):
                 fields[k] = kind
         if i > 500:

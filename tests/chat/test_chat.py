@@ -23,7 +23,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simforge.chat import ChatClient, ChatConfig, ChatError, Completion, parse_retry_after
+from simforge.chat import (
+    RETRY_STATUSES,
+    ChatClient,
+    ChatConfig,
+    ChatError,
+    Completion,
+    parse_retry_after,
+)
 from simforge.policies.base import PolicyUnavailable
 from tests.fakes.openai_server import Reply, completion, serve_fake, tool_call
 
@@ -489,3 +496,55 @@ def test_acomplete_errors_and_bound(tmp_path: Path) -> None:
     with serve_fake(replies) as s:
         assert len(asyncio.run(main(s.base_url))) == 6
         assert s.max_in_flight <= 2 and len(s.requests) == 7
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    statuses=st.lists(st.sampled_from(sorted(RETRY_STATUSES)), max_size=4),
+    retries=st.integers(0, 3),
+)
+def test_sync_and_async_retry_alike_then_give_up_with_the_last_status(
+    statuses: list[int], retries: int
+) -> None:
+    """Each retried status costs an attempt and a sleep of what the server asked for; more of
+    them than ``retries`` is a ChatError naming the last status and the attempts made."""
+
+    def script() -> list[Reply]:
+        return [Reply(s, headers={"retry-after": str(i)}) for i, s in enumerate(statuses)] + [
+            Reply(body=completion("ok"))]
+
+    def sync() -> tuple[Any, list[float]]:
+        sleeps: list[float] = []
+        with serve_fake(script()) as s, client_for(s.base_url, sleeps, retries=retries) as c:
+            try:
+                return c.complete(USER).attempts, sleeps
+            except ChatError as exc:
+                return (exc.status, exc.attempts, str(exc).split(": ", 1)[1]), sleeps
+
+    def async_() -> tuple[Any, list[float]]:
+        sleeps: list[float] = []
+
+        async def record(seconds: float) -> None:
+            sleeps.append(seconds)
+
+        async def main(base_url: str) -> Any:
+            config = ChatConfig(base_url=base_url, model="m", retries=retries)
+            async with ChatClient(config, async_sleep=record) as client:
+                try:
+                    return (await client.acomplete(USER)).attempts
+                except ChatError as exc:
+                    return exc.status, exc.attempts, str(exc).split(": ", 1)[1]
+
+        with serve_fake(script()) as s:
+            return asyncio.run(main(s.base_url)), sleeps
+
+    outcome, sleeps = sync()
+    assert (outcome, sleeps) == async_()
+    if len(statuses) <= retries:
+        assert outcome == len(statuses) + 1
+        assert sleeps == [float(i) for i in range(len(statuses))]
+    else:
+        last = statuses[retries]
+        assert outcome[:2] == (last, retries + 1)
+        assert outcome[2].startswith(f"answered {last} after {retries + 1} attempt(s)")
+        assert sleeps == [float(i) for i in range(retries)]

@@ -56,11 +56,12 @@ class Reply:
 
 @dataclass(frozen=True)
 class Received:
-    """One request as the server got it: the JSON body (the raw text when it was not JSON) and
-    the headers, lower-cased."""
+    """One request as the server got it: the JSON body (the raw text when it was not JSON), the
+    headers, lower-cased, and the client's ``host:port`` (one per connection it opened)."""
 
     body: Any
     headers: dict[str, str]
+    peer: str | None = None
 
 
 ReplySource = Reply | Callable[[Any], Reply]
@@ -120,7 +121,9 @@ class FakeServer:
             except ValueError:
                 body = raw.decode("utf-8", "replace")
             with self._lock:
-                self.requests.append(Received(body, {k.lower(): v for k, v in request.headers.items()}))
+                peer = f"{request.client.host}:{request.client.port}" if request.client else None
+                headers = {k.lower(): v for k, v in request.headers.items()}
+                self.requests.append(Received(body, headers, peer))
                 self.in_flight += 1
                 self.max_in_flight = max(self.max_in_flight, self.in_flight)
             try:

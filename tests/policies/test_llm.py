@@ -233,3 +233,58 @@ def test_max_turns_ends_the_episode_with_the_last_text(endpoints):
                                task="upgrade")
     assert outcome.result.terminated and outcome.result.steps == 3
     assert outcome.trajectory.simulation.final_answer == "Still checking."
+
+
+def _run(runner: str, env, policy, **kwargs):
+    if runner == "sync":
+        return play_episode(env, policy, **kwargs)
+    return asyncio.run(aplay_episode(env, policy, **kwargs))
+
+
+@pytest.mark.parametrize("runner", ["sync", "async"])
+def test_429_and_5xx_are_retried_over_the_policy_s_one_connection(endpoints, runner):
+    endpoints.setenv("SIMFORGE_LLM_RETRIES", "2")
+    again = {"retry-after": "0"}
+    script = [Reply(429, body={"error": "slow down"}, headers=again), agent,
+              Reply(503, headers=again), Reply(502, text="bad gateway", headers=again),
+              *replies(agent)]
+    with serve_fake(script) as model:
+        endpoints.setenv("SIMFORGE_LLM_BASE_URL", model.base_url)
+        policy = build_policy("llm:m")
+        outcome = _run(runner, simforge.make(DIALOGUE), policy, seed=0, task="ask-id")
+        policy.close()
+    assert outcome.result.reward == 1.0, outcome.result.failed
+    attempts = [m.metadata["llm"]["attempts"] for m in outcome.trajectory.messages
+                if m.role == "assistant"]
+    assert attempts == [2, 3, 1, 1]
+    # one client per policy: every request, retries included, over one kept-alive connection
+    assert len({r.peer for r in model.requests}) == 1 and len(model.requests) == 7
+
+
+@pytest.mark.parametrize("runner", ["sync", "async"])
+def test_an_endpoint_that_keeps_failing_is_given_up_on_after_the_retries(endpoints, runner):
+    endpoints.setenv("SIMFORGE_LLM_RETRIES", "1")
+    with serve_fake(default=Reply(500, text="overloaded", headers={"retry-after": "0"})) as model:
+        endpoints.setenv("SIMFORGE_LLM_BASE_URL", model.base_url)
+        policy = build_policy("llm:m")
+        outcome = _run(runner, simforge.make(DIALOGUE), policy, seed=0, task="ask-id")
+        policy.close()
+        assert len(model.requests) == 2
+    assert outcome.result.reward is None
+    assert "answered 500 after 2 attempt(s): overloaded" in outcome.result.invalid_reason
+
+
+def test_the_async_agent_keeps_one_client_across_its_episodes(endpoints):
+    with serve_fake(replies(agent, 60)) as model:
+        endpoints.setenv("SIMFORGE_LLM_BASE_URL", model.base_url)
+        policy = build_policy("llm:m")
+
+        async def main():
+            outcomes = [await aplay_episode(simforge.make(DIALOGUE), policy, seed=seed,
+                                            task="ask-id") for seed in (0, 1)]
+            await policy.aclose()
+            return outcomes
+
+        outcomes = asyncio.run(main())
+        assert [o.result.reward for o in outcomes] == [1.0, 1.0]
+        assert len(model.requests) == 8 and len({r.peer for r in model.requests}) == 1

@@ -3,6 +3,7 @@ scores what it did; the program's token opens its own session's tools and nothin
 
 from __future__ import annotations
 
+import asyncio
 import shlex
 import sys
 from pathlib import Path
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import simforge
-from simforge.runs.episode import play_episode
+from simforge.runs.episode import aplay_episode, play_episode
 from simforge.runs.harness import HarnessPolicy
 
 pytest.importorskip("simforge.serve.app", reason="the serve layer is not available")
@@ -82,6 +83,29 @@ def test_a_harness_solves_the_task_over_http(harness):
         assert [c.tool for c in outcome.trajectory.tool_calls] == ["get_customer",
                                                                   "upgrade_customer"]
         assert outcome.trajectory.metadata["harness"]["exit_code"] == 0
+
+
+def test_the_async_runner_plays_the_harness_without_blocking_its_event_loop(harness):
+    policy = harness("solve")
+    env = simforge.make(MINI)
+
+    async def main():
+        play = asyncio.create_task(aplay_episode(env, policy, seed=0, task="upgrade"))
+        ticks = 0
+        while not play.done():  # the loop keeps running while the program plays
+            ticks += 1
+            await asyncio.sleep(0.005)
+        return await play, ticks
+
+    try:
+        outcome, ticks = asyncio.run(main())
+    finally:
+        policy.close()
+    assert ticks > 0
+    assert outcome.result.reward == 1.0 and outcome.result.terminated
+    assert outcome.result.policy == "harness"
+    assert [c.tool for c in outcome.trajectory.tool_calls] == ["get_customer", "upgrade_customer"]
+    assert outcome.trajectory.metadata["harness"]["exit_code"] == 0
 
 
 def test_a_harness_that_exits_without_answering_is_scored_as_it_stands(harness):

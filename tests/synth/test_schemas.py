@@ -6,10 +6,17 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from genson import SchemaBuilder
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simforge.synth.learn.json_schemas import infer_schema, is_id_like, string_facets
+from simforge.synth.learn.json_schemas import (
+    infer_schema,
+    is_id_like,
+    string_facets,
+    value_type,
+)
+from simforge.synth.pipeline import version_conflicts
 from simforge.tools import ToolArgumentError
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "traces"
@@ -367,3 +374,36 @@ def _probe(operation, mode, token, sent, failures, schemathesis):
             )
 
     probe()
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner,
+                                                                  max_size=3),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=200)
+@given(JSON)
+def test_a_value_s_type_is_the_one_genson_gives_it(value):
+    """One type inference: what synth calls a value's type (argument shapes, entity fields, map
+    values) is genson's schema type for it, integers and other numbers being one type."""
+    builder = SchemaBuilder(schema_uri=False)
+    builder.add_object(value)
+    kind = builder.to_schema()["type"]
+    assert value_type(value) == ("number" if kind == "integer" else kind)
+
+
+def test_calls_whose_argument_types_differ_are_versioned_and_ints_and_floats_are_not():
+    from simforge.trace.episode import Episode
+
+    def episode(id, *args):
+        return Episode.model_validate({"id": id, "source": {"format": "test"}, "tool_calls": [
+            {"call_id": f"{id}{n}", "tool": "pay", "args": a} for n, a in enumerate(args)]})
+
+    episodes = [episode("a", {"amount": 3}, {"amount": 2.5}, {"amount": 4}),
+                episode("b", {"amount": "three"})]
+    messages = version_conflicts(episodes)
+    assert len(messages) == 1 and "pay_v2" in messages[0]
+    assert [c.tool for e in episodes for c in e.tool_calls] == ["pay", "pay", "pay", "pay_v2"]

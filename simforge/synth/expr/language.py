@@ -20,6 +20,10 @@ entity table that a value names, read through the store) and ``{"at": [e, seg, .
 into a value whose segments are themselves expressions: ``flights[elem.flight_number]
 .dates[elem.date].prices[args.cabin]``). A hand-written search over these forms is small and
 predictable; a general program synthesiser would be neither.
+
+:data:`FORMS` is the language: each form's argument shape (the schema :func:`check` holds an
+expression to, and :func:`json_schema` writes out), its evaluation and its compilation, so that
+the interpreter and the compiler dispatch on one table.
 """
 
 from __future__ import annotations
@@ -27,8 +31,10 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
+from simforge.errors import UserError
 from simforge.synth.expr.joins import joined
 from simforge.world.frozen import FrozenDict
 
@@ -81,80 +87,92 @@ def evaluate(expr: Expr, env: dict[str, Any]) -> Any:
     """The value of ``expr``; raises :class:`Unresolved` when it does not apply, and
     ``ValueError`` for what is no expression (not exactly one form, an unknown form)."""
     ((op, arg),) = expr.items()  # one form: an unpacking, as cheap as taking the first
-    if op == "c":
-        return arg
-    if op == "p":
-        return get_path(env, arg)
-    if op == "neg":
-        return -_num(evaluate(arg, env))
-    if op == "abs":
-        return abs(_num(evaluate(arg, env)))
-    if op == "round":
-        return round(_num(evaluate(arg[0], env)), arg[1])
-    if op == "len":
-        value = evaluate(arg, env)
-        if not isinstance(value, list | dict | str):
-            raise Unresolved(op)
-        return len(value)
-    if op == "sorted":
-        value = evaluate(arg, env)
-        if not isinstance(value, list):
-            raise Unresolved(op)
-        try:
-            return sorted(value)
-        except TypeError:
-            raise Unresolved(op) from None
-    if op in ("add", "sub", "mul"):
-        a, b = _num(evaluate(arg[0], env)), _num(evaluate(arg[1], env))
-        return a + b if op == "add" else a - b if op == "sub" else a * b
-    if op == "sum":
-        items = _records(evaluate({"p": arg[0]}, env))
-        total: float = 0
-        for item in items:
-            total += _num(item.get(arg[1]))
-        return total
-    if op == "pairdiff":
-        a_items = _records(evaluate({"p": arg[0]}, env))
-        b_items = _records(evaluate({"p": arg[1]}, env))
-        if len(a_items) != len(b_items):
-            raise Unresolved(op)
-        diff: float = 0
-        for x, y in zip(a_items, b_items, strict=True):
-            diff += _num(x.get(arg[2])) - _num(y.get(arg[2]))
-        return diff
-    if op == "obj":
-        return {k: evaluate(v, env) for k, v in arg.items()}
-    if op == "if_pos":
-        return evaluate(arg[1] if _num(evaluate(arg[0], env)) > 0 else arg[2], env)
-    if op == "if_true":
-        flag = evaluate(arg[0], env)
-        if not isinstance(flag, bool):
-            raise Unresolved(op)
-        return evaluate(arg[1] if flag else arg[2], env)
-    if op == "append":
-        base = evaluate(arg[0], env)
-        if not isinstance(base, list):
-            raise Unresolved(op)
-        return [*base, *(evaluate(e, env) for e in arg[1])]
-    if op == "appendmap":
-        base = evaluate(arg[0], env)
-        source = evaluate({"p": arg[1]}, env)
-        if not isinstance(base, list) or not isinstance(source, list):
-            raise Unresolved(op)
-        return [*base, *(evaluate(arg[2], {**env, "elem": item}) for item in source)]
-    if op == "map":
-        source = evaluate(arg[0], env)
-        if not isinstance(source, list):
-            raise Unresolved(op)
-        return [evaluate(arg[1], {**env, "elem": item}) for item in source]
-    if op == "row":
-        return _row(arg, env)
-    if op == "at":
-        node = evaluate(arg[0], env)
-        return get_path(node, [_segment(evaluate(seg, env)) for seg in arg[1:]])
-    if op == "replace":
-        return _replace(arg, env)
-    raise ValueError(f"unknown expression form {op!r}")
+    run = _EVALUATE.get(op)
+    if run is None:
+        raise ValueError(f"unknown expression form {op!r}")
+    return run(arg, env)
+
+
+# -- each form's evaluation (the interpreter's dispatch table is :data:`FORMS`) ---------------
+
+
+def _e_neg(arg: Expr, env: dict[str, Any]) -> Any:
+    return -_num(evaluate(arg, env))
+
+
+def _e_abs(arg: Expr, env: dict[str, Any]) -> Any:
+    return abs(_num(evaluate(arg, env)))
+
+
+def _e_round(arg: list[Any], env: dict[str, Any]) -> Any:
+    return round(_num(evaluate(arg[0], env)), arg[1])
+
+
+def _e_len(arg: Expr, env: dict[str, Any]) -> Any:
+    return _len(evaluate(arg, env))
+
+
+def _e_sorted(arg: Expr, env: dict[str, Any]) -> Any:
+    return _sorted(evaluate(arg, env))
+
+
+def _e_binary(
+    binary: Callable[[float, float], float],
+) -> Callable[[list[Any], dict[str, Any]], Any]:
+    def run(arg: list[Any], env: dict[str, Any]) -> Any:
+        return binary(_num(evaluate(arg[0], env)), _num(evaluate(arg[1], env)))
+
+    return run
+
+
+def _e_sum(arg: list[Any], env: dict[str, Any]) -> Any:
+    return _sum(get_path(env, arg[0]), arg[1])
+
+
+def _e_pairdiff(arg: list[Any], env: dict[str, Any]) -> Any:
+    return _pairdiff(get_path(env, arg[0]), get_path(env, arg[1]), arg[2])
+
+
+def _e_obj(arg: dict[str, Any], env: dict[str, Any]) -> Any:
+    return {k: evaluate(v, env) for k, v in arg.items()}
+
+
+def _e_if_pos(arg: list[Any], env: dict[str, Any]) -> Any:
+    return evaluate(arg[1] if _num(evaluate(arg[0], env)) > 0 else arg[2], env)
+
+
+def _e_if_true(arg: list[Any], env: dict[str, Any]) -> Any:
+    flag = evaluate(arg[0], env)
+    if not isinstance(flag, bool):
+        raise Unresolved("if_true")
+    return evaluate(arg[1] if flag else arg[2], env)
+
+
+def _e_append(arg: list[Any], env: dict[str, Any]) -> Any:
+    base = evaluate(arg[0], env)
+    if not isinstance(base, list):
+        raise Unresolved("append")
+    return [*base, *(evaluate(e, env) for e in arg[1])]
+
+
+def _e_appendmap(arg: list[Any], env: dict[str, Any]) -> Any:
+    base = evaluate(arg[0], env)
+    source = get_path(env, arg[1])
+    if not isinstance(base, list) or not isinstance(source, list):
+        raise Unresolved("appendmap")
+    return [*base, *(evaluate(arg[2], {**env, "elem": item}) for item in source)]
+
+
+def _e_map(arg: list[Any], env: dict[str, Any]) -> Any:
+    source = evaluate(arg[0], env)
+    if not isinstance(source, list):
+        raise Unresolved("map")
+    return [evaluate(arg[1], {**env, "elem": item}) for item in source]
+
+
+def _e_at(arg: list[Any], env: dict[str, Any]) -> Any:
+    node = evaluate(arg[0], env)
+    return get_path(node, [_segment(evaluate(seg, env)) for seg in arg[1:]])
 
 
 def _row(arg: list[Any], env: dict[str, Any]) -> Any:
@@ -409,62 +427,91 @@ def _compile(expr: Expr) -> Compiled:
     if not isinstance(expr, dict) or len(expr) != 1:
         raise ValueError("not a single-form expression")
     op, arg = next(iter(expr.items()))
-    if op == "c":
-        return lambda env: arg
-    if op == "p":
-        path = list(arg)
-        if all(isinstance(p, str) for p in path):
-            return _compile_keys(path, arg)
-        return lambda env: get_path(env, path)
-    if op in ("neg", "abs", "len", "sorted"):
+    form = FORMS.get(op)
+    if form is None:
+        raise ValueError(f"unknown expression form {op!r}")
+    return form.compile(arg)
+
+
+# -- each form's compilation (the compiler's dispatch table is :data:`FORMS`) ----------------
+
+
+def _c_p(arg: Path) -> Compiled:
+    path = list(arg)
+    if all(isinstance(p, str) for p in path):
+        return _compile_keys(path, arg)  # type: ignore[arg-type]
+    return lambda env: get_path(env, path)
+
+
+def _c_unary(run: Callable[[Any], Any]) -> Callable[[Expr], Compiled]:
+    def compile_(arg: Expr) -> Compiled:
         inner = compile_expr(arg)
-        if op == "neg":
-            return lambda env: -_num(inner(env))
-        if op == "abs":
-            return lambda env: abs(_num(inner(env)))
-        if op == "len":
-            return lambda env: _len(inner(env))
-        return lambda env: _sorted(inner(env))
-    if op == "round":
-        inner, digits = compile_expr(arg[0]), arg[1]
-        return lambda env: round(_num(inner(env)), digits)
-    if op in ("add", "sub", "mul"):
+        return lambda env: run(inner(env))
+
+    return compile_
+
+
+def _c_round(arg: list[Any]) -> Compiled:
+    inner, digits = compile_expr(arg[0]), arg[1]
+    return lambda env: round(_num(inner(env)), digits)
+
+
+def _c_binary(binary: Callable[[float, float], float]) -> Callable[[list[Any]], Compiled]:
+    def compile_(arg: list[Any]) -> Compiled:
         fa, fb = compile_expr(arg[0]), compile_expr(arg[1])
-        binary = {"add": _add, "sub": _sub, "mul": _mul}[op]
         return lambda env: binary(_num(fa(env)), _num(fb(env)))
-    if op == "sum":
-        path, key = list(arg[0]), arg[1]
-        return lambda env: _sum(get_path(env, path), key)
-    if op == "pairdiff":
-        pa, pb, key = list(arg[0]), list(arg[1]), arg[2]
-        return lambda env: _pairdiff(get_path(env, pa), get_path(env, pb), key)
-    if op == "obj":
-        parts = [(k, compile_expr(v)) for k, v in arg.items()]
-        return lambda env: {k: f(env) for k, f in parts}
-    if op == "if_pos":
-        fc, ft, fe = (compile_expr(e) for e in arg[:3])
-        return lambda env: ft(env) if _num(fc(env)) > 0 else fe(env)
-    if op == "if_true":
-        fc, ft, fe = (compile_expr(e) for e in arg[:3])
-        return lambda env: _if_true(fc(env), ft, fe, env)
-    if op == "append":
-        fbase, items = compile_expr(arg[0]), [compile_expr(e) for e in arg[1]]
-        return lambda env: _append(fbase(env), items, env)
-    if op == "appendmap":
-        fbase, source, fitem = compile_expr(arg[0]), list(arg[1]), compile_expr(arg[2])
-        return lambda env: _appendmap(fbase(env), get_path(env, source), fitem, env)
-    if op == "map":
-        fsource, fitem = compile_expr(arg[0]), compile_expr(arg[1])
-        return lambda env: _map(fsource(env), fitem, env)
-    if op == "row":
-        table, fkey = arg[0], compile_expr(arg[1])
-        return lambda env: _row_of(table, fkey(env), env)
-    if op == "at":
-        fnode, segments = compile_expr(arg[0]), [compile_expr(s) for s in arg[1:]]
-        return lambda env: get_path(fnode(env), [_segment(f(env)) for f in segments])
-    if op == "replace":
-        return _compile_replace(arg)
-    raise ValueError(f"unknown expression form {op!r}")
+
+    return compile_
+
+
+def _c_sum(arg: list[Any]) -> Compiled:
+    path, key = list(arg[0]), arg[1]
+    return lambda env: _sum(get_path(env, path), key)
+
+
+def _c_pairdiff(arg: list[Any]) -> Compiled:
+    pa, pb, key = list(arg[0]), list(arg[1]), arg[2]
+    return lambda env: _pairdiff(get_path(env, pa), get_path(env, pb), key)
+
+
+def _c_obj(arg: dict[str, Any]) -> Compiled:
+    parts = [(k, compile_expr(v)) for k, v in arg.items()]
+    return lambda env: {k: f(env) for k, f in parts}
+
+
+def _c_if_pos(arg: list[Any]) -> Compiled:
+    fc, ft, fe = (compile_expr(e) for e in arg[:3])
+    return lambda env: ft(env) if _num(fc(env)) > 0 else fe(env)
+
+
+def _c_if_true(arg: list[Any]) -> Compiled:
+    fc, ft, fe = (compile_expr(e) for e in arg[:3])
+    return lambda env: _if_true(fc(env), ft, fe, env)
+
+
+def _c_append(arg: list[Any]) -> Compiled:
+    fbase, items = compile_expr(arg[0]), [compile_expr(e) for e in arg[1]]
+    return lambda env: _append(fbase(env), items, env)
+
+
+def _c_appendmap(arg: list[Any]) -> Compiled:
+    fbase, source, fitem = compile_expr(arg[0]), list(arg[1]), compile_expr(arg[2])
+    return lambda env: _appendmap(fbase(env), get_path(env, source), fitem, env)
+
+
+def _c_map(arg: list[Any]) -> Compiled:
+    fsource, fitem = compile_expr(arg[0]), compile_expr(arg[1])
+    return lambda env: _map(fsource(env), fitem, env)
+
+
+def _c_row(arg: list[Any]) -> Compiled:
+    table, fkey = arg[0], compile_expr(arg[1])
+    return lambda env: _row_of(table, fkey(env), env)
+
+
+def _c_at(arg: list[Any]) -> Compiled:
+    fnode, segments = compile_expr(arg[0]), [compile_expr(s) for s in arg[1:]]
+    return lambda env: get_path(fnode(env), [_segment(f(env)) for f in segments])
 
 
 def _compile_keys(path: list[str], original: Any) -> Compiled:
@@ -577,3 +624,187 @@ def _compile_replace(arg: dict[str, Any]) -> Compiled:
         return _replace(spec, env)
 
     return replace
+
+
+# -- the forms: schema and dispatch table ----------------------------------------------------
+#
+# A shape says what a form's argument is: "expr" (an expression), "path" (a list of keys and
+# indexes into the environment), "str", "int", "any" (a JSON value), ("list", shape),
+# ("tuple", (shape, ...), rest) (a fixed list, then any number of ``rest`` when not None),
+# ("map", shape) (an object of names to shape) and ("record", {key: shape}) (exactly those keys).
+
+Shape = Any
+
+
+@dataclass(frozen=True)
+class Form:
+    """One form of the language: its argument's shape (the schema :func:`check` holds it to,
+    :func:`json_schema` writes out), how the interpreter evaluates it and how it compiles."""
+
+    name: str
+    shape: Shape
+    evaluate: Callable[[Any, dict[str, Any]], Any]
+    compile: Callable[[Any], Compiled]
+
+
+def _pair(shape: Shape) -> Shape:
+    return ("tuple", (shape, shape), None)
+
+
+_THREE = ("tuple", ("expr", "expr", "expr"), None)
+
+FORMS: dict[str, Form] = {
+    form.name: form
+    for form in [
+        Form("c", "any", lambda arg, env: arg, lambda arg: lambda env: arg),
+        Form("p", "path", lambda arg, env: get_path(env, arg), _c_p),
+        Form("neg", "expr", _e_neg, _c_unary(lambda v: -_num(v))),
+        Form("abs", "expr", _e_abs, _c_unary(lambda v: abs(_num(v)))),
+        Form("len", "expr", _e_len, _c_unary(_len)),
+        Form("sorted", "expr", _e_sorted, _c_unary(_sorted)),
+        Form("round", ("tuple", ("expr", "int"), None), _e_round, _c_round),
+        Form("add", _pair("expr"), _e_binary(_add), _c_binary(_add)),
+        Form("sub", _pair("expr"), _e_binary(_sub), _c_binary(_sub)),
+        Form("mul", _pair("expr"), _e_binary(_mul), _c_binary(_mul)),
+        Form("sum", ("tuple", ("path", "str"), None), _e_sum, _c_sum),
+        Form("pairdiff", ("tuple", ("path", "path", "str"), None), _e_pairdiff, _c_pairdiff),
+        Form("obj", ("map", "expr"), _e_obj, _c_obj),
+        Form("if_pos", _THREE, _e_if_pos, _c_if_pos),
+        Form("if_true", _THREE, _e_if_true, _c_if_true),
+        Form("append", ("tuple", ("expr", ("list", "expr")), None), _e_append, _c_append),
+        Form("appendmap", ("tuple", ("expr", "path", "expr"), None), _e_appendmap,
+             _c_appendmap),
+        Form("map", _pair("expr"), _e_map, _c_map),
+        Form("row", ("tuple", ("str", "expr"), None), _row, _c_row),
+        Form("at", ("tuple", ("expr",), "expr"), _e_at, _c_at),
+        Form("replace", ("record", {"list": "expr", "ids": "expr", "with": "expr", "key": "str",
+                                    "keys": ("list", "str")}), _replace, _compile_replace),
+    ]
+}
+"""Every form by name: the language's schema and the interpreter's and compiler's dispatch."""
+
+_EVALUATE = {name: form.evaluate for name, form in FORMS.items()}
+
+
+class ExprError(UserError, ValueError):
+    """A malformed expression, naming where it is (a JSON path) and the form it breaks."""
+
+
+def check(expr: Any, where: str = "$") -> None:
+    """Hold ``expr`` to the schema of :data:`FORMS`, every nested expression too; raises
+    :class:`ExprError` naming the place (``$.effects.total.add[1]``) and the form."""
+    if not isinstance(expr, dict) or len(expr) != 1:
+        raise ExprError(f"{where}: an expression is an object of exactly one form "
+                        f"({', '.join(FORMS)}), got {_excerpt(expr)}")
+    ((op, arg),) = expr.items()
+    form = FORMS.get(op)
+    if form is None:
+        raise ExprError(f"{where}: unknown expression form {op!r}")
+    _check_shape(form.shape, arg, f"{where}.{op}", op)
+
+
+def _check_shape(shape: Shape, value: Any, where: str, op: str) -> None:
+    def fail() -> ExprError:
+        return ExprError(f"{where}: the {op!r} form wants {_describe(shape)} here, got "
+                         f"{_excerpt(value)}")
+
+    if shape == "any":
+        return
+    if shape == "expr":
+        check(value, where)
+    elif shape == "path":
+        if not isinstance(value, list) or not all(_is_segment(p) for p in value):
+            raise fail()
+    elif shape == "str":
+        if not isinstance(value, str):
+            raise fail()
+    elif shape == "int":
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise fail()
+    elif shape[0] == "list":
+        if not isinstance(value, list):
+            raise fail()
+        for i, item in enumerate(value):
+            _check_shape(shape[1], item, f"{where}[{i}]", op)
+    elif shape[0] == "tuple":
+        _, fixed, rest = shape
+        if not isinstance(value, list) or len(value) < len(fixed) or (
+            rest is None and len(value) != len(fixed)
+        ):
+            raise fail()
+        for i, item in enumerate(value):
+            _check_shape(fixed[i] if i < len(fixed) else rest, item, f"{where}[{i}]", op)
+    elif shape[0] == "map":
+        if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+            raise fail()
+        for key, item in value.items():
+            _check_shape(shape[1], item, f"{where}.{key}", op)
+    elif shape[0] == "record":
+        if not isinstance(value, dict) or set(value) != set(shape[1]):
+            raise fail()
+        for key, sub in shape[1].items():
+            _check_shape(sub, value[key], f"{where}.{key}", op)
+
+
+def _is_segment(part: Any) -> bool:
+    return isinstance(part, str) or (isinstance(part, int) and not isinstance(part, bool))
+
+
+def _describe(shape: Shape) -> str:
+    words = {"any": "any JSON value", "expr": "an expression", "str": "a string",
+             "int": "an integer", "path": "a path (a list of keys and indexes)"}
+    if isinstance(shape, str):
+        return words[shape]
+    if shape[0] == "list":
+        return f"a list of {_plural(shape[1])}"
+    if shape[0] == "map":
+        return f"an object of {_plural(shape[1])}"
+    if shape[0] == "record":
+        return "{" + ", ".join(f"{k}: {_describe(v)}" for k, v in shape[1].items()) + "}"
+    _, fixed, rest = shape
+    parts = [_describe(s) for s in fixed] + ([f"{_describe(rest)}..."] if rest else [])
+    return "[" + ", ".join(parts) + "]"
+
+
+def _plural(shape: Shape) -> str:
+    return {"expr": "expressions", "str": "strings"}.get(shape, _describe(shape))
+
+
+def _excerpt(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:77]}..."
+
+
+def json_schema() -> dict[str, Any]:
+    """The language as a JSON Schema (draft 2020-12), written from :data:`FORMS`: what
+    :func:`check` accepts, for editors and other tools that read ``tools.json``."""
+
+    def of(shape: Shape) -> dict[str, Any]:
+        if shape == "any":
+            return {}
+        if shape == "expr":
+            return {"$ref": "#/$defs/expr"}
+        if shape == "path":
+            return {"type": "array", "items": {"type": ["string", "integer"]}}
+        if shape == "str":
+            return {"type": "string"}
+        if shape == "int":
+            return {"type": "integer"}
+        if shape[0] == "list":
+            return {"type": "array", "items": of(shape[1])}
+        if shape[0] == "map":
+            return {"type": "object", "additionalProperties": of(shape[1])}
+        if shape[0] == "record":
+            return {"type": "object", "properties": {k: of(v) for k, v in shape[1].items()},
+                    "required": list(shape[1]), "additionalProperties": False}
+        _, fixed, rest = shape
+        return {"type": "array", "prefixItems": [of(s) for s in fixed],
+                "items": of(rest) if rest else False, "minItems": len(fixed)}
+
+    forms = [
+        {"type": "object", "properties": {name: of(form.shape)}, "required": [name],
+         "additionalProperties": False}
+        for name, form in FORMS.items()
+    ]
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$defs": {"expr": {"oneOf": forms}}, "$ref": "#/$defs/expr"}

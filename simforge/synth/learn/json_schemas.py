@@ -28,6 +28,8 @@ from typing import Any
 
 import orjson
 from genson import SchemaBuilder
+from genson.schema.node import SchemaNode
+from genson.schema.strategies import BASIC_SCHEMA_STRATEGIES
 
 ENUM_MAX = 8
 """At most this many distinct values make an enum..."""
@@ -60,15 +62,23 @@ FORMAT_PATTERNS = {
 }
 """The shape each inferred ``format`` stands for (what the synthesized tools check)."""
 
-_JSON_TYPES: dict[str, tuple[type, ...]] = {
-    "object": (dict,),
-    "array": (list,),
-    "string": (str,),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-    "null": (type(None),),
-}
+_STRATEGY_TYPES = [
+    (strategy, "number" if kind == "integer" else kind)
+    for strategy in BASIC_SCHEMA_STRATEGIES
+    if isinstance(kind := strategy(SchemaNode).to_schema().get("type"), str)
+]
+"""genson's strategies in the order it tries them, each with the JSON type of its schema."""
+
+
+def value_type(value: Any) -> str:
+    """The JSON type genson gives ``value`` (the type of the strategy it picks for it), with
+    integers and other numbers one type, ``number``, as genson merges them in one schema;
+    ``any`` for a value genson has no type for. The one type inference of synth: argument
+    shapes, entity fields and map values are typed through it, schemas through genson."""
+    for strategy, kind in _STRATEGY_TYPES:
+        if strategy.match_object(value):
+            return kind
+    return "any"
 
 
 def infer_schema(
@@ -180,17 +190,11 @@ def open_field_names(rows: Iterable[Any], *, depth: int = 4) -> frozenset[str]:
 
 
 def _fits(option: dict[str, Any], value: Any) -> bool:
+    """Whether ``value`` is of the type of ``option``, one of genson's ``anyOf`` (which never
+    holds both ``integer`` and ``number``: genson merges them)."""
     kinds = option.get("type")
     names = kinds if isinstance(kinds, list) else [kinds]
-    for name in names:
-        types = _JSON_TYPES.get(name) if isinstance(name, str) else None
-        if (
-            types
-            and isinstance(value, types)
-            and not (isinstance(value, bool) and name in ("integer", "number"))
-        ):
-            return True
-    return False
+    return value_type(value) in {"number" if n == "integer" else n for n in names}
 
 
 def is_map(objects: list[dict[str, Any]], *, sparse: bool = True) -> bool:
@@ -212,16 +216,8 @@ def is_map(objects: list[dict[str, Any]], *, sparse: bool = True) -> bool:
         return False
     if sum(keys.values()) / len(keys) >= n / 2:
         return False
-    kinds = {_kind(v) for o in objects for v in o.values()}
+    kinds = {value_type(v) for o in objects for v in o.values()}
     return len(kinds) == 1
-
-
-def _kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    return type(value).__name__
 
 
 def _map_schema(objects: list[dict[str, Any]], sparse: bool) -> dict[str, Any]:
