@@ -18,6 +18,7 @@ INTERNAL = {
     "simforge.synth.expr.language.Unresolved": "a learner's 'no value here', caught by the learner",
     "simforge.serve.jsonrpc.RpcError": "becomes a JSON-RPC error answer, never leaves the server",
     "simforge.serve.problems.Problem": "becomes an HTTP problem answer, never leaves the server",
+    "simforge.synth.learn.text_state._Unexplained": "a fit's fallback signal, caught by the fit",
     "simforge.serve.tool_plane.SimulatedReset": "a simulated connection reset: the fault itself",
 }
 """Exceptions outside the tree, each with the reason."""
@@ -108,7 +109,7 @@ BUILTIN_RAISES_ALLOWED = {
     ("simforge/scoring/registry.py", "_refuse"): "orjson's default hook: refuse to encode",
     ("simforge/synth/runtime/compiled.py", "_compile_condition"): "caught beside it: fall back",
     ("simforge/synth/runtime/compiled.py", "place"): "caught beside it: the path is not there",
-    ("simforge/synth/learn/error_conditions.py", "holds"): "pack files are validated when they load",
+    ("simforge/synth/runtime/error_rules.py", "holds"): "pack files are validated when they load",
     ("simforge/synth/expr/language.py", "evaluate"): "pack files are validated when they load",
     ("simforge/synth/expr/language.py", "_compile"): "pack files are validated when they load",
     ("simforge/synth/runtime/interpreter.py", "_run"): "pack files are validated when they load",

@@ -236,10 +236,11 @@ def _declared_start(folder: Path, pack: Pack) -> Any:
     starts is the seed with the setup its trace declares, as for a held-out task."""
     from simforge.synth.entities.catalog import parents_from_rows
     from simforge.synth.learn.declared_setup import initial_state
-    from simforge.synth.learn.text_state import STATE_ENTITY, STATE_ID, Model, setup_ops
+    from simforge.synth.learn.text_state import setup_ops
     from simforge.synth.pack.files import STATE, TOOLS, read_json, read_manifest
     from simforge.synth.runtime.interpreter import Runtime
     from simforge.synth.runtime.replay_table import ReplayTable
+    from simforge.synth.runtime.text_model import STATE_ENTITY, STATE_ID, Model
 
     manifest = read_manifest(folder)
     entities = manifest.get("entities") or {}

@@ -36,7 +36,6 @@ from simforge.synth.entities.catalog import (
     is_key_name,
     parents,
 )
-from simforge.synth.entities.seed_rows import seed_kinds, vote_refs
 from simforge.synth.expr.language import same
 from simforge.synth.learn import text_state as textstate
 from simforge.synth.learn import timing
@@ -59,11 +58,12 @@ from simforge.synth.learn.observations import (
     walk,
 )
 from simforge.synth.learn.preconditions import share_not_found_texts, share_texts
-from simforge.synth.learn.text_state import STATE_ENTITY, STATE_ID, STATE_KEY
+from simforge.synth.learn.seed_rows import seed_kinds, vote_refs
 from simforge.synth.pack import files as pack_files
 from simforge.synth.read.snapshot import load_snapshots
 from simforge.synth.read.traces import Inputs, NothingToLearn, read_traces, why_nothing
 from simforge.synth.runtime.replay_table import ReplayTable
+from simforge.synth.runtime.text_model import STATE_ENTITY, STATE_ID, STATE_KEY
 from simforge.synth.tasks.episode_tasks import (
     build_task,
     handed_over,

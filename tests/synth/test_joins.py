@@ -12,10 +12,12 @@ from typing import Any
 from simforge.audit.fidelity import fidelity
 from simforge.synth.expr.joins import JoinIndex
 from simforge.synth.expr.language import evaluate
-from simforge.synth.learn.error_conditions import ErrorObservation, holds, learn_errors, render
-from simforge.synth.learn.write_effects import apply_effects, learn_effects, learn_value
+from simforge.synth.learn.error_conditions import learn_errors
+from simforge.synth.learn.write_effects import learn_effects, learn_value
 from simforge.synth.pack.files import TOOLS, read_json
 from simforge.synth.pipeline import synthesize
+from simforge.synth.runtime.effects import apply_effects
+from simforge.synth.runtime.error_rules import ErrorObservation, holds, render
 
 from .conftest import episode
 

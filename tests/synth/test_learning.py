@@ -12,8 +12,9 @@ from simforge.synth.entities.catalog import (
     resolve,
 )
 from simforge.synth.expr.language import evaluate
-from simforge.synth.learn.error_conditions import ErrorObservation, holds, learn_errors
+from simforge.synth.learn.error_conditions import learn_errors
 from simforge.synth.learn.write_effects import learn_effects, learn_value
+from simforge.synth.runtime.error_rules import ErrorObservation, holds
 from simforge.synth.runtime.replay_table import ReplayTable
 
 
@@ -180,7 +181,7 @@ def test_a_field_explained_on_most_calls_is_visible_to_later_fields():
     assert list(changes) == ["fares", "paid"]
     assert "c" not in changes["paid"], changes["paid"]
     assert "new" in repr(changes["paid"])
-    from simforge.synth.learn.write_effects import apply_effects
+    from simforge.synth.runtime.effects import apply_effects
 
     for new, env in observations:
         if new["fares"] == apply_effects(changes, env)["fares"]:
@@ -261,8 +262,8 @@ def test_a_precondition_every_success_shares_refuses_with_a_sibling_tools_words(
 def test_a_balance_at_least_the_amount_charged_is_a_precondition():
     """Every successful charge to a card with a balance was at most its balance: a charge
     above it is refused; a card without a balance, and a refund, are not held to it."""
-    from simforge.synth.learn.error_conditions import ErrorObservation, holds
     from simforge.synth.learn.preconditions import Distributions, learn_preconditions
+    from simforge.synth.runtime.error_rules import ErrorObservation, holds
 
     desc = {
         "kind": "update",

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, create_model
 
-from simforge.derived import derived, deriving
 from simforge import derived as derived_module
+from simforge.derived import derived, deriving
 from simforge.tools.errors import ToolArgumentError
 from simforge.tools.spec import ToolSpec
 from simforge.tools.tool import Tool, tool

@@ -16,7 +16,7 @@ speaks about the thing, weighted by how directly it does:
   that the most common way of referring to the thing wins over its roles.
 
 Every record seen anywhere in a result (top level, nested, inside ``items`` lists) becomes a seed
-row of its entity, keyed by its id (see :mod:`simforge.synth.entities.seed_rows`).
+row of its entity, keyed by its id (see :mod:`simforge.synth.learn.seed_rows`).
 """
 
 from __future__ import annotations

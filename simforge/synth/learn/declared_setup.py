@@ -22,7 +22,8 @@ from typing import Any
 
 from simforge.synth.entities.catalog import Ref
 from simforge.synth.expr.language import same
-from simforge.synth.learn.write_effects import apply_effects, learn_fields
+from simforge.synth.learn.write_effects import learn_fields
+from simforge.synth.runtime.effects import apply_effects
 from simforge.synth.runtime.interpreter import DictStore, Runtime, run
 from simforge.tools.errors import ToolError
 

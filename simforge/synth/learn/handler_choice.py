@@ -19,17 +19,15 @@ from typing import Any
 from simforge.synth.entities.catalog import EntityCatalog
 from simforge.synth.expr.language import same
 from simforge.synth.learn.created_records import learn_creates, modelled_fields
-from simforge.synth.learn.error_conditions import ErrorObservation, learn_errors
+from simforge.synth.learn.error_conditions import learn_errors
 from simforge.synth.learn.observations import CallObservation, ToolProfile
 from simforge.synth.learn.preconditions import Distributions, learn_preconditions, merge
-from simforge.synth.learn.side_effects import RESULT, learn_side_effects
-from simforge.synth.learn.write_effects import (
-    MAX_SAMPLES,
-    apply_effects,
-    learn_effects,
-    learn_fields,
-)
+from simforge.synth.learn.side_effects import learn_side_effects
+from simforge.synth.learn.write_effects import MAX_SAMPLES, learn_effects, learn_fields
+from simforge.synth.runtime.effects import apply_effects
+from simforge.synth.runtime.error_rules import ErrorObservation
 from simforge.synth.runtime.interpreter import DictStore, Runtime, arithmetic, run
+from simforge.synth.runtime.side_effects import RESULT
 from simforge.tools.errors import ToolError
 
 Row = dict[str, Any]

@@ -29,8 +29,8 @@ from simforge.synth.entities.catalog import (
 from simforge.synth.entities.catalog import resolve as resolve_ref
 from simforge.synth.expr.joins import JoinIndex
 from simforge.synth.expr.language import same
-from simforge.synth.learn.side_effects import RESULT, TOKEN
 from simforge.synth.runtime.interpreter import DictStore
+from simforge.synth.runtime.side_effects import RESULT, TOKEN
 from simforge.trace.episode import Episode, ToolCall
 
 Row = dict[str, Any]
@@ -240,7 +240,7 @@ def learn_seed_rows(
                 continue  # a record a write created was not in the world before it
             for entity, id, record in records_in(call, catalog, tools):
                 if catalog.is_kind(entity.name):
-                    continue  # seeded by simforge.synth.entities.seed_rows, reads first
+                    continue  # seeded by simforge.synth.learn.seed_rows, reads first
                 entity.rows.setdefault(id, record)
                 entity.fields.update(dict.fromkeys(record))
     for entity in catalog.entities.values():

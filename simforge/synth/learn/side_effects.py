@@ -15,24 +15,12 @@ balance) is left alone. Only what reads after writes show is learned: nothing is
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from simforge.synth.expr.language import same
-from simforge.synth.learn.write_effects import apply_effects, learn_fields, reproduces
-
-Row = dict[str, Any]
-
-RESULT = "@result"
-"""The pseudo-argument of a side effect on the row a write's text answer names (a payment's
-answer names the bill it paid)."""
-TOKEN = re.compile(r"[#\w-]{4,}")
-
-
-class _Store(Protocol):
-    def get(self, entity: str, id: str) -> Row | None: ...
-    def update(self, entity: str, id: str, changes: Mapping[str, Any]) -> Row: ...
+from simforge.synth.learn.write_effects import learn_fields, reproduces
+from simforge.synth.runtime.side_effects import Row, target_of
 
 
 class _Observed(Protocol):
@@ -40,15 +28,6 @@ class _Observed(Protocol):
     env: dict[str, Any]
     new: Row | None
     side: list[tuple[str, Row, Row]]
-
-
-def target_of(row: Row | None, sub: str | None, id: Any) -> Row | None:
-    """The record a side effect changes: the row itself, or its sub-record ``id``."""
-    if row is None or sub is None:
-        return row
-    records = row.get(sub)
-    found = records.get(id) if isinstance(records, dict) and isinstance(id, str) else None
-    return found if isinstance(found, dict) else None
 
 
 def learn_side_effects(
@@ -84,26 +63,3 @@ def learn_side_effects(
     return rules
 
 
-def apply_side_effects(
-    desc: Mapping[str, Any], env: dict[str, Any], store: _Store, parent_of: Mapping[str, str]
-) -> None:
-    """Apply the learned side effects of a write that has just produced ``env["new"]``."""
-    args = env.get("args") or {}
-    for rule in desc.get("side") or []:
-        value = args.get(rule["arg"])
-        if not isinstance(value, str):
-            continue
-        sub = rule.get("sub")
-        parent_id = parent_of.get(value) if sub else value
-        parent = store.get(rule["entity"], parent_id) if parent_id else None
-        target = target_of(parent, sub, value)
-        if parent is None or parent_id is None or target is None:
-            continue
-        changes = apply_effects(rule["changes"], {**env, "target": target}, None)
-        if not changes:
-            continue
-        if sub:
-            records = {**parent[sub], value: {**target, **changes}}
-            store.update(rule["entity"], parent_id, {sub: records})
-        else:
-            store.update(rule["entity"], parent_id, changes)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simforge.synth.expr.language import Explainer, Expr, evaluates_to, get_path, same
+from simforge.synth.runtime.effects import apply_effects
 
 Sample = tuple[Any, dict[str, Any]]
 """An observed value and the environment it was produced in."""
@@ -455,18 +456,3 @@ def reproduces(
     return all(name in computed and same(computed[name], new.get(name)) for name in changes)
 
 
-def apply_effects(
-    changes: dict[str, Expr], env: dict[str, Any], scope: str | None = "new"
-) -> dict[str, Any]:
-    """The new values of the fields an effect changes, in order, each visible to the later ones
-    under ``scope`` (fields whose expression does not apply keep their value)."""
-    from simforge.synth.expr.language import Unresolved, evaluate
-
-    out: dict[str, Any] = {}
-    env = {**env, scope: out} if scope else env
-    for name, expr in changes.items():
-        try:
-            out[name] = evaluate(expr, env)
-        except (Unresolved, TypeError, ValueError, OverflowError, ZeroDivisionError):
-            continue
-    return out

@@ -23,11 +23,11 @@ from typing_extensions import TypedDict
 
 from simforge.synth.entities.catalog import parents_from_rows
 from simforge.synth.learn.json_schemas import FORMAT_PATTERNS, close_objects
-from simforge.synth.learn.text_state import Model
 from simforge.synth.pack.files import TOOLS, read_json, read_manifest, read_tools
 from simforge.synth.runtime.compiled import compile_handler
 from simforge.synth.runtime.interpreter import Runtime, run
 from simforge.synth.runtime.replay_table import ReplayTable
+from simforge.synth.runtime.text_model import Model
 from simforge.tools.context import ToolContext
 from simforge.tools.pack import Pack
 from simforge.tools.spec import ToolSpec

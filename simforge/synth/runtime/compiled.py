@@ -32,10 +32,10 @@ from typing import Any
 import orjson
 
 from simforge.synth.expr.language import Unresolved, compile_expr, same
-from simforge.synth.learn.error_conditions import ErrorObservation, holds, render
-from simforge.synth.learn.side_effects import RESULT, apply_side_effects
-from simforge.synth.learn.text_state import op
 from simforge.synth.runtime import interpreter as interp
+from simforge.synth.runtime.error_rules import ErrorObservation, holds, render
+from simforge.synth.runtime.side_effects import RESULT, apply_side_effects
+from simforge.synth.runtime.text_model import op
 from simforge.tools.context import ToolContext
 from simforge.tools.errors import ToolError
 

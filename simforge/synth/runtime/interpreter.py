@@ -28,12 +28,12 @@ from typing import Any, Protocol
 
 from simforge.synth.entities.catalog import Ref, resolve
 from simforge.synth.expr.language import Unresolved
-from simforge.synth.learn.error_conditions import ErrorObservation, holds, render
-from simforge.synth.learn.side_effects import RESULT, TOKEN, apply_side_effects
-from simforge.synth.learn.text_state import STATE_ENTITY, STATE_ID, STATE_KEY, Model, op
-from simforge.synth.learn.text_state import render as render_text
-from simforge.synth.learn.write_effects import apply_effects
+from simforge.synth.runtime.effects import apply_effects
+from simforge.synth.runtime.error_rules import ErrorObservation, holds, render
 from simforge.synth.runtime.replay_table import ReplayTable
+from simforge.synth.runtime.side_effects import RESULT, TOKEN, apply_side_effects
+from simforge.synth.runtime.text_model import STATE_ENTITY, STATE_ID, STATE_KEY, Model, op
+from simforge.synth.runtime.text_model import render as render_text
 from simforge.tools.errors import ToolError
 
 Row = dict[str, Any]
