@@ -24,10 +24,14 @@ same as httpx's.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+from websockets.exceptions import InvalidState
+from websockets.http11 import Request
 
 from .sessions import Limits
 
@@ -129,6 +133,66 @@ _TIMED_OUT = (
 )
 
 
+DIRECT_WS = "simforge.ws.direct"
+"""The ASGI scope extension under which :class:`DirectWebSocket` offers itself to the
+application: ``scope["extensions"][DIRECT_WS].direct = handler`` once the WebSocket is
+accepted."""
+
+
+class DirectWebSocket(WebSocketsSansIOProtocol):
+    """uvicorn's sans-IO WebSocket protocol (``websockets``' parser and framing, its
+    handshake, close, keepalive and limits unchanged) with a direct path for messages.
+
+    The application may set :attr:`direct` to ``handler(text) -> bytes | None``. A text
+    message that arrives while the application waits for the next message (nothing of
+    its own in flight, the transport writable) is then answered where it was parsed:
+    ``handler``'s bytes go out at once as one text frame, with no ASGI message, queue, task
+    wake-up or pause of reading around it, and no decoding of the reply to ``str`` and back.
+    ``None`` from ``handler`` (it cannot answer without waiting), a binary message or a busy
+    application take uvicorn's way: the message is queued for the application's ``receive``,
+    in order. A server running the application without this protocol simply never offers
+    the extension."""
+
+    direct: Callable[[str], bytes | None] | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.idle = False
+        """The application waits in ``receive`` with nothing queued: a message answered here
+        cannot overtake one of its own."""
+
+    def handle_connect(self, event: Request) -> None:
+        super().handle_connect(event)
+        scope = getattr(self, "scope", None)  # none when the handshake was refused
+        if scope is not None:
+            scope["extensions"][DIRECT_WS] = self
+
+    async def receive(self) -> Any:
+        if self.queue.empty():
+            self.idle = True
+        return await super().receive()
+
+    def send_receive_event_to_app(self) -> None:
+        handler = self.direct
+        if (handler is not None and self.idle and self.curr_msg_data_type == "text"
+                and not self.close_sent and self.writable.is_set()):
+            data = self.frames[0] if len(self.frames) == 1 else b"".join(self.frames)
+            try:
+                reply = handler(data.decode())
+            except UnicodeDecodeError:
+                reply = None  # uvicorn's way: closed with 1007
+            if reply is not None:
+                self.frames = []
+                try:
+                    self.conn.send_text(reply)
+                except InvalidState:  # closing: the reply has no one to go to
+                    return
+                self.transport.write(b"".join(self.conn.data_to_send()))
+                return
+        self.idle = False
+        super().send_receive_event_to_app()
+
+
 def protocol_class(header_timeout: float, body_timeout: float) -> type[HttpToolsProtocol]:
     """uvicorn's HTTP protocol with these deadlines (``uvicorn.Config(http=...)``)."""
     return type(
@@ -143,7 +207,8 @@ def server_config(
     **kwargs: Any,
 ) -> uvicorn.Config:
     """The uvicorn configuration ``simforge serve`` runs ``app`` with: the deadlines and
-    keep-alive of ``limits``, WebSocket messages held to the body limit.
+    keep-alive of ``limits``, WebSocket messages held to the body limit and answered on
+    :class:`DirectWebSocket`'s direct path where they can be.
 
     ``ws_compression``: accept a WebSocket client's offer of permessage-deflate (RFC 7692).
     Off by default, where uvicorn's default is on: the OpenEnv ``/ws`` runs over loopback or a
@@ -156,6 +221,7 @@ def server_config(
         port=port,
         http=protocol_class(limits.header_timeout, limits.body_timeout),
         timeout_keep_alive=limits.keep_alive,  # type: ignore[arg-type]  # a float works
+        ws=DirectWebSocket,
         ws_max_size=limits.max_body_bytes,
         ws_per_message_deflate=ws_compression,
         access_log=False,
