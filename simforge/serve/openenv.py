@@ -666,7 +666,7 @@ async def _message(
 ) -> bytes | None:
     """The reply to one WebSocket message; ``None`` to close."""
     triaged = _triage(manager, served, raw)
-    if type(triaged) is bytes:
+    if isinstance(triaged, bytes):
         return triaged
     kind, data = triaged
     try:
@@ -702,7 +702,7 @@ def _message_now(
             or manager.sessions.get(served.id) is not served):
         return None
     reply = _triage(manager, served, raw)
-    return _answer_now(manager, served, sent, *reply) if type(reply) is tuple else reply
+    return reply if isinstance(reply, bytes) else _answer_now(manager, served, sent, *reply)
 
 
 def _answer_now(
