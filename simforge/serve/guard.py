@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from .problems import PROBLEM_JSON, Problem
-from .tool_plane import Receive, Scope, Send, route
+from .tool_plane import Answer, Receive, Scope, Send, route
 
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
@@ -143,6 +143,27 @@ class Gate:
                 raise
         if request.exceeded and not request.started:
             await _send_problem(send, body_too_large(self.limit))
+
+    def wants(self, scope: Scope) -> bool:
+        """Whether :meth:`now` may answer this request once its body is in: a ``POST`` to the
+        tool plane with a ``Content-Length`` within the limit (nothing else to count)."""
+        if scope["method"] != "POST" or route(scope["path"]) is None:
+            return False
+        length = None
+        for key, value in scope["headers"]:
+            if key == b"content-length":
+                length = value
+            elif key == b"transfer-encoding":
+                return False
+        return length is not None and length.isdigit() and int(length) <= self.limit
+
+    def now(self, scope: Scope, body: bytes) -> Answer | None:
+        """The answer to a request :meth:`wants`, computed at once (the tool plane's
+        :meth:`~.tool_plane.ToolPlane.now`); ``None``: through the gate as ASGI instead."""
+        target = route(scope["path"])
+        assert target is not None
+        answer: Answer | None = self.tool_plane.now(scope, body, *target)
+        return answer
 
     def _route(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
         """The handler of an HTTP request whose body is within the limit."""

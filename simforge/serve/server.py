@@ -25,14 +25,19 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import uvicorn
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.http.httptools_impl import (
+    STATUS_LINE,
+    HttpToolsProtocol,
+    RequestResponseCycle,
+)
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from websockets.exceptions import InvalidState
 from websockets.http11 import Request
 
+from .guard import Gate
 from .sessions import Limits
 
 _IDLE, _HEADERS, _BODY = 0, 1, 2
@@ -41,7 +46,8 @@ a request's headers, its body."""
 
 
 class _Deadlines(HttpToolsProtocol):
-    """uvicorn's httptools protocol with a deadline on receiving each request.
+    """uvicorn's httptools protocol with a deadline on receiving each request, and a direct
+    path for the tool plane.
 
     The parser's callbacks only note what is being received (and for which request); the
     timer is set after each chunk of bytes is parsed, to match: a request whose headers and
@@ -51,6 +57,9 @@ class _Deadlines(HttpToolsProtocol):
 
     header_timeout: float = 10.0
     body_timeout: float = 30.0
+    gate: Gate | None = None
+    """The application's gate, whose ``now`` answers tool-plane requests where they were
+    parsed (:meth:`_answer_now`)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -60,6 +69,8 @@ class _Deadlines(HttpToolsProtocol):
         self._request = 0
         self._armed = (_IDLE, 0)
         """The ``(phase, request)`` the timer is set for."""
+        self._held: tuple[RequestResponseCycle, Any] | None = None
+        """A request the gate wants, its body still coming: no task was started for it."""
 
     def _sync(self) -> None:
         wanted = (self._phase, self._request)
@@ -121,6 +132,59 @@ class _Deadlines(HttpToolsProtocol):
         super().on_message_complete()
         self._receiving_body = False
         self._phase = _IDLE
+        held = self._held
+        if held is not None:  # a tool call whose body is in: the direct path's, below
+            self._held = None
+            assert self.gate is not None
+            if not self._answer_now(held[0], self.gate):
+                super()._start_asgi_task(*held)
+
+    # -- the direct path: a tool call answered where it was parsed -------------------------------
+    #
+    # uvicorn starts a task per request as soon as its headers are in, and the application
+    # then reads the body and answers through ASGI messages, each response in two writes. A
+    # tool-plane request the gate wants gets no task: once its body is in, the gate answers it
+    # at once (in virtual time nothing in a call waits), and the response goes out in one
+    # write; keep-alive, pipelining and the deadlines are uvicorn's and this protocol's, as
+    # for any request. What the gate does not answer (``None``) is started as uvicorn would
+    # have started it, its body already read.
+
+    def _start_asgi_task(self, cycle: RequestResponseCycle, app: Any) -> None:
+        gate = self.gate
+        if gate is not None and app is self.app and gate.wants(cast(Any, cycle.scope)):
+            if cycle.more_body:
+                self._held = (cycle, app)
+                return
+            if self._answer_now(cycle, gate):  # pipelined: its body was in before its turn
+                return
+        super()._start_asgi_task(cycle, app)
+
+    def _answer_now(self, cycle: RequestResponseCycle, gate: Gate) -> bool:
+        if self.flow.write_paused or cycle.disconnected:
+            return False  # uvicorn's way, which waits for the client to read
+        try:
+            answer = gate.now(cast(Any, cycle.scope), bytes(cycle.body))
+        except Exception:
+            self.logger.exception("Exception in ASGI application\n")
+            answer = 500, [(b"content-type", b"text/plain; charset=utf-8"),
+                           (b"content-length", b"21"), (b"connection", b"close")], \
+                b"Internal Server Error"
+            cycle.keep_alive = False
+        if answer is None:
+            return False
+        status, headers, body = answer
+        out = [STATUS_LINE[status]]
+        for name, value in (*self.server_state.default_headers, *headers):
+            out += (name, b": ", value, b"\r\n")
+        if not cycle.keep_alive:
+            out.append(b"connection: close\r\n")
+        out += (b"\r\n", body)
+        cycle.response_started = cycle.response_complete = True
+        self.transport.write(b"".join(out))
+        if not cycle.keep_alive:
+            self.transport.close()
+        self.on_response_complete()
+        return True
 
     def handle_websocket_upgrade(self) -> None:
         self._disarm()  # the WebSocket protocol takes the connection over
@@ -193,12 +257,15 @@ class DirectWebSocket(WebSocketsSansIOProtocol):
         super().send_receive_event_to_app()
 
 
-def protocol_class(header_timeout: float, body_timeout: float) -> type[HttpToolsProtocol]:
-    """uvicorn's HTTP protocol with these deadlines (``uvicorn.Config(http=...)``)."""
+def protocol_class(
+    header_timeout: float, body_timeout: float, gate: Gate | None = None
+) -> type[HttpToolsProtocol]:
+    """uvicorn's HTTP protocol with these deadlines (``uvicorn.Config(http=...)``), and with
+    ``gate``'s direct path for the tool plane."""
     return type(
         "SimforgeHttpProtocol",
         (_Deadlines,),
-        {"header_timeout": header_timeout, "body_timeout": body_timeout},
+        {"header_timeout": header_timeout, "body_timeout": body_timeout, "gate": gate},
     )
 
 
@@ -219,7 +286,8 @@ def server_config(
         app,
         host=host,
         port=port,
-        http=protocol_class(limits.header_timeout, limits.body_timeout),
+        http=protocol_class(limits.header_timeout, limits.body_timeout,
+                            getattr(app, "gate", None)),
         timeout_keep_alive=limits.keep_alive,  # type: ignore[arg-type]  # a float works
         ws=DirectWebSocket,
         ws_max_size=limits.max_body_bytes,
