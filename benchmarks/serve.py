@@ -8,6 +8,7 @@ CPU 0 after a 3 s warm-up, loopback only. simforge serves ``acme/refund-damaged-
     .venv/bin/python benchmarks/serve.py                 # everything (about 2 minutes)
     .venv/bin/python benchmarks/serve.py --only simforge --duration 5
     .venv/bin/python benchmarks/serve.py --skip-load      # no 500-session run
+    .venv/bin/python benchmarks/serve.py --only load --load-processes 4   # the 500-session run alone
 
 Also: memory per idle session (in process: tracemalloc and RSS over 2,000 sessions) and 500
 concurrent sessions x 20 calls against the pinned server (errors, cross-session leaks), over 64
@@ -610,12 +611,10 @@ class RawConnection:
         self.writer.close()
 
 
-def load_500(port: int, connections: int = 64) -> dict[str, object]:
-    """500 concurrent sessions x 20 calls against the pinned server; each session writes ten
-    contacts and must see exactly its own ten. ``connections`` keep-alive connections, each
-    playing its share of the sessions one after another (:class:`RawConnection`); the server's
-    CPU and this client's are reported beside the wall time, so that the figure shows who was
-    busy."""
+async def _load_sessions(port: int, ids: list[int], connections: int) -> list[str]:
+    """Sessions ``ids`` over ``connections`` keep-alive connections, each playing its share
+    one after another: a session writes ten contacts, reads nine times and must then see
+    exactly its own ten contacts. The problems found (errors, leaks, losses)."""
     import asyncio
 
     async def one(conn: RawConnection, i: int) -> list[str]:
@@ -656,30 +655,65 @@ def load_500(port: int, connections: int = 64) -> dict[str, object]:
         finally:
             conn.close()
 
-    async def run() -> tuple[list[str], float]:
-        shares = [list(range(k, 500, connections)) for k in range(connections)]
-        t0 = time.monotonic()
-        results = await asyncio.gather(*[lane(share) for share in shares])
-        return [p for r in results for p in r], time.monotonic() - t0
+    shares = [ids[k::connections] for k in range(connections)]
+    results = await asyncio.gather(*[lane(share) for share in shares if share])
+    return [p for r in results for p in r]
 
-    os.sched_setaffinity(0, {int(CLIENT_CPU)})
+
+def _load_worker(port: int, ids: list[int], connections: int, cpus: set[int],
+                 start_at: float, out: Any) -> None:
+    """One load process: waits for ``start_at`` (so that all start together), plays its
+    sessions, sends back ``(problems, its CPU seconds, when it finished)``."""
+    import asyncio
+
+    os.sched_setaffinity(0, cpus)
+    time.sleep(max(0.0, start_at - time.time()))
+    c0 = time.process_time()
+    problems = asyncio.run(_load_sessions(port, ids, connections))
+    out.put((problems, time.process_time() - c0, time.time()))
+
+
+def load_500(port: int, connections: int = 64, processes: int = 4,
+             client_cpus: str = CLIENT_CPU) -> dict[str, object]:
+    """500 concurrent sessions x 20 calls against the pinned server, from ``processes`` load
+    processes (``connections`` keep-alive connections in all, :class:`RawConnection`),
+    pinned to ``client_cpus``: the server's CPU seconds and share of its core beside the
+    clients', so that the figure says whether the server was the one busy (it is the
+    server's figure when the server is near 100% of its core and the clients are not)."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    cpus = {int(c) for c in client_cpus.split(",")}
     proc = start(simforge_cmd(port), port)
     try:
-        server0, client0 = cpu_seconds(proc.pid), time.process_time()
-        problems, seconds = asyncio.run(run())
+        out = ctx.Queue()
+        start_at = time.time() + 0.5
+        workers = [ctx.Process(target=_load_worker, args=(
+            port, list(range(k, 500, processes)), max(1, connections // processes), cpus,
+            start_at, out)) for k in range(processes)]
+        server0 = cpu_seconds(proc.pid)
+        for w in workers:
+            w.start()
+        results = [out.get(timeout=600) for _ in workers]
+        for w in workers:
+            w.join(timeout=60)
+        seconds = max(r[2] for r in results) - start_at
         server_cpu = cpu_seconds(proc.pid) - server0
-        client_cpu = time.process_time() - client0
         rss = rss_mb(proc.pid)
     finally:
         stop(proc)
-        os.sched_setaffinity(0, set(range(os.cpu_count() or 1)))
+    problems = [p for r in results for p in r[0]]
+    client_cpu = sum(r[1] for r in results)
     return {
         "sessions": 500,
         "calls": 500 * 20,
         "connections": connections,
+        "load_processes": processes,
+        "client_cpus": client_cpus,
         "seconds": round(seconds, 2),
         "requests_per_s": round(500 * 21 / seconds),
         "server_cpu_s": round(server_cpu, 2),
+        "server_cpu_share": round(server_cpu / seconds, 2),
         "requests_per_server_cpu_s": round(500 * 21 / server_cpu) if server_cpu else None,
         "client_cpu_s": round(client_cpu, 2),
         "errors_or_leaks": len(problems),
@@ -1040,6 +1074,10 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5,
                     help="MCP beside REST, REST beside Starlette, OpenEnv: interleaved rounds")
     ap.add_argument("--skip-load", action="store_true")
+    ap.add_argument("--load-processes", type=int, default=4,
+                    help="the 500-session load: processes of the load generator")
+    ap.add_argument("--load-cpus", default=CLIENT_CPU,
+                    help="the 500-session load: CPUs its processes are pinned to")
     ap.add_argument("--out", default=str(Path(tempfile.gettempdir()) / "simforge-serve-bench.json"))
     args = ap.parse_args()
     if not shutil.which("wrk"):
@@ -1101,10 +1139,14 @@ def main() -> None:
         report["rest"] = rest_side_by_side(args, tmp)
     if "openenv" in names:
         report["openenv"] = openenv_side_by_side(args)
+    if "load" in names:
+        report["load_500x20"] = load_500(18194, processes=args.load_processes,
+                                         client_cpus=args.load_cpus)
     if "simforge" in names:
         report["idle_session"] = idle_session_memory()
-        if not args.skip_load:
-            report["load_500x20"] = load_500(18194)
+        if not args.skip_load and "load" not in names:
+            report["load_500x20"] = load_500(18194, processes=args.load_processes,
+                                             client_cpus=args.load_cpus)
     Path(args.out).write_text(json.dumps(report, indent=1))
     print_table(report)
 
@@ -1138,6 +1180,9 @@ def print_table(report: dict[str, object]) -> None:
         part = report.get(key)
         if isinstance(part, dict):
             show(part)
+    for key in ("idle_session", "load_500x20"):
+        if key in report:
+            print(f"{key}: {json.dumps(report[key])}")
     servers = report["servers"]
     assert isinstance(servers, list)
     if not servers:
@@ -1161,9 +1206,6 @@ def print_table(report: dict[str, object]) -> None:
                     f"simforge / {peer}: read {me['read']['rps'] / by[peer]['read']['rps']:.2f}x, "
                     f"write {me['write']['rps'] / by[peer]['write']['rps']:.2f}x"
                 )
-    for key in ("idle_session", "load_500x20"):
-        if key in report:
-            print(f"{key}: {json.dumps(report[key])}")
 
 
 if __name__ == "__main__":
