@@ -151,7 +151,9 @@ class _Deadlines(HttpToolsProtocol):
 
     def _start_asgi_task(self, cycle: RequestResponseCycle, app: Any) -> None:
         gate = self.gate
-        if gate is not None and app is self.app and gate.wants(cast(Any, cycle.scope)):
+        if (gate is not None and app is self.app and not cycle.waiting_for_100_continue
+                and gate.wants(cast(Any, cycle.scope))):  # (a client that waits for 100
+            # Continue before it sends the body gets it from uvicorn, when the app reads)
             if cycle.more_body:
                 self._held = (cycle, app)
                 return

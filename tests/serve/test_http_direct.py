@@ -95,3 +95,19 @@ def test_pipelined_in_order_then_close(live_server: Callable[..., Any]) -> None:
     assert "session_id" in json.loads(answers[1][2])["session"]
     assert answers[4][1]["connection"] == "close"
     assert all(h.get("connection") != "close" for _, h, _ in answers[:4])
+
+
+def test_expect_100_continue(live_server: Callable[..., Any]) -> None:
+    """A client that waits for ``100 Continue`` before its body gets it (the ASGI path)."""
+    server = live_server(ACME)
+    path, body = READ
+    raw = json.dumps(body).encode()
+    head = (f"POST {path} HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(raw)}\r\nExpect: 100-continue\r\n\r\n").encode()
+    with socket.create_connection(("127.0.0.1", server.port)) as sock:
+        sock.settimeout(10)
+        sock.sendall(head)
+        assert sock.recv(4096).startswith(b"HTTP/1.1 100 Continue")
+        sock.sendall(raw)
+        [(status, _, answer)] = _responses(sock, 1)
+    assert status == 200 and b"C-9001" in answer
