@@ -16,14 +16,17 @@ keep-alive connections of a minimal HTTP/1.1 client (:class:`RawConnection`), wi
 server's CPU and the client's beside the wall time.
 Prints a markdown table and writes the figures as JSON (``--out``, default in the temp dir).
 
-**MCP beside REST** (``--only mcp``, part of everything): one server, pinned as above, answers
-the REST tool plane, MCP ``tools/call`` at ``/mcp`` (the hand-written handler, on the
-handshake-era wire and on 2026-07-28's) and, at ``/mcp-sdk``, the official SDK's stateless
-streamable-HTTP manager over the same sessions (``sdk_manager``: how ``/mcp`` was served
-before). The same read (``get_customer``) and write (``apply_account_credit``) go through
-each, every request is checked once before it is measured (:func:`probe`), ``wrk`` runs
-interleaved in ``--rounds`` rounds (order reversed every other round), and each figure is
-the median over rounds with its min-max; the ratio to REST is taken per round. Then in process
+**MCP beside REST and a bare mcp server** (``--only mcp``, part of everything): one server,
+pinned as above and configured as ``simforge serve`` is, answers the REST tool plane, MCP
+``tools/call`` at ``/mcp`` (the hand-written handler, on the handshake-era wire and on
+2026-07-28's) and, at ``/mcp-sdk``, the official SDK's stateless streamable-HTTP manager over
+the same sessions (``sdk_manager``: how ``/mcp`` was served before); a second server, pinned
+the same way, is a bare ``MCPServer`` of the SDK answering constant bodies
+(:data:`BARE_MCP_SERVER`). The same read (``get_customer``) and write
+(``apply_account_credit``) go through each, every request is checked once before it is
+measured (:func:`probe`), ``wrk`` runs interleaved in ``--rounds`` rounds (order rotated each
+round) with the answering server's CPU seconds, and each figure is the median over rounds
+with its min-max; the ratios to REST and to the bare server are taken per round. Then in process
 (no sockets, gc off, CPU 1): microseconds per request on each path, the SDK's manager around a
 handler that calls nothing (its framing alone), and the pieces of a request timed one by one.
 
