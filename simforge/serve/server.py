@@ -161,6 +161,13 @@ class _Deadlines(HttpToolsProtocol):
                 return
         super()._start_asgi_task(cycle, app)
 
+    def on_body(self, body: bytes) -> None:
+        super().on_body(body)
+        if self._held is not None and self.flow.read_paused:
+            # uvicorn pauses reading past 64 KiB until the application reads; a held request
+            # has no reader yet, and its body is within the limit (Gate.wants): read it whole
+            self.flow.resume_reading()
+
     def _answer_now(self, cycle: RequestResponseCycle, gate: Gate) -> bool:
         if self.flow.write_paused or cycle.disconnected:
             return False  # uvicorn's way, which waits for the client to read
