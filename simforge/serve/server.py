@@ -19,6 +19,15 @@ the OpenAI and Anthropic SDKs: 5 s; aiohttp: 15 s); a server that closes it firs
 client's next request on it, which then fails with a read error. The server's keep-alive must
 be the longer of the two: 75 s by default (nginx's), where uvicorn's own default is 5 s, the
 same as httpx's.
+
+**Direct paths.** In virtual time a tool call and an OpenEnv step wait for nothing, so the
+ASGI round trip around them (a task, messages through queues, the answer in pieces) is most
+of what the server adds to the simulation. A tool-plane ``POST`` the application's gate wants
+is answered where this protocol parsed it (:meth:`_Deadlines._answer_now`), and ``/ws``
+messages where :class:`DirectWebSocket` parsed them; whatever may wait takes the ASGI path.
+A middleware put between uvicorn and the application keeps the HTTP direct path off (the
+gate is found on the application ``server_config`` is given); one that must see every
+WebSocket message should drop :data:`DIRECT_WS` from the scope's extensions.
 """
 
 from __future__ import annotations
