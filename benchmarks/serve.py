@@ -8,6 +8,7 @@ CPU 0 after a 3 s warm-up, loopback only. simforge serves ``acme/refund-damaged-
     .venv/bin/python benchmarks/serve.py                 # everything (about 2 minutes)
     .venv/bin/python benchmarks/serve.py --only simforge --duration 5
     .venv/bin/python benchmarks/serve.py --skip-load      # no 500-session run
+    .venv/bin/python benchmarks/serve.py --only load --load-processes 4   # the 500-session run alone
 
 Also: memory per idle session (in process: tracemalloc and RSS over 2,000 sessions) and 500
 concurrent sessions x 20 calls against the pinned server (errors, cross-session leaks), over 64
@@ -15,14 +16,17 @@ keep-alive connections of a minimal HTTP/1.1 client (:class:`RawConnection`), wi
 server's CPU and the client's beside the wall time.
 Prints a markdown table and writes the figures as JSON (``--out``, default in the temp dir).
 
-**MCP beside REST** (``--only mcp``, part of everything): one server, pinned as above, answers
-the REST tool plane, MCP ``tools/call`` at ``/mcp`` (the hand-written handler, on the
-handshake-era wire and on 2026-07-28's) and, at ``/mcp-sdk``, the official SDK's stateless
-streamable-HTTP manager over the same sessions (``sdk_manager``: how ``/mcp`` was served
-before). The same read (``get_customer``) and write (``apply_account_credit``) go through
-each, every request is checked once before it is measured (:func:`probe`), ``wrk`` runs
-interleaved in ``--rounds`` rounds (order reversed every other round), and each figure is
-the median over rounds with its min-max; the ratio to REST is taken per round. Then in process
+**MCP beside REST and a bare mcp server** (``--only mcp``, part of everything): one server,
+pinned as above and configured as ``simforge serve`` is, answers the REST tool plane, MCP
+``tools/call`` at ``/mcp`` (the hand-written handler, on the handshake-era wire and on
+2026-07-28's) and, at ``/mcp-sdk``, the official SDK's stateless streamable-HTTP manager over
+the same sessions (``sdk_manager``: how ``/mcp`` was served before); a second server, pinned
+the same way, is a bare ``MCPServer`` of the SDK answering constant bodies
+(:data:`BARE_MCP_SERVER`). The same read (``get_customer``) and write
+(``apply_account_credit``) go through each, every request is checked once before it is
+measured (:func:`probe`), ``wrk`` runs interleaved in ``--rounds`` rounds (order rotated each
+round) with the answering server's CPU seconds, and each figure is the median over rounds
+with its min-max; the ratios to REST and to the bare server are taken per round. Then in process
 (no sockets, gc off, CPU 1): microseconds per request on each path, the SDK's manager around a
 handler that calls nothing (its framing alone), and the pieces of a request timed one by one.
 
@@ -246,10 +250,11 @@ def lua_request(body: dict[str, object], headers: dict[str, str], folder: Path, 
 
 
 SIDE_BY_SIDE_SERVER = """
-import contextlib, sys, uvicorn
+import asyncio, contextlib, sys, uvicorn
 from simforge.serve.app import create_app
 from simforge.serve.cli import tune_gc
 from simforge.serve.mcp_server import SESSION_SCOPE_KEY, sdk_manager
+from simforge.serve.server import server_config
 
 app = create_app(sys.argv[1], time_scale=0, token=sys.argv[2])
 sdk = sdk_manager(app.state.manager)
@@ -272,59 +277,129 @@ async def both(scope, receive, send):
         await app(scope, receive, send)
 
 
+both.gate = app.gate  # the configuration `simforge serve` runs with, direct paths included
 tune_gc()
-uvicorn.run(both, host="127.0.0.1", port=int(sys.argv[3]), log_level="warning",
+config = server_config(both, "127.0.0.1", int(sys.argv[3]), app.state.manager.limits,
+                       log_level="warning")
+asyncio.run(uvicorn.Server(config).serve())
+"""
+"""``simforge serve``'s application and configuration, with the SDK's stateless manager over
+the same sessions at ``/mcp-sdk`` (how ``/mcp`` was served before)."""
+
+BARE_MCP_SERVER = """
+import sys, uvicorn
+from starlette.responses import PlainTextResponse
+from starlette.routing import Route
+from mcp.server.mcpserver import MCPServer
+
+READ = {read}
+WRITE = {write}
+server = MCPServer("bare")
+
+
+@server.tool()
+def get_customer(customer_id: str) -> dict:
+    return READ
+
+
+@server.tool()
+def apply_account_credit(customer_id: str, amount: float, reason: str) -> dict:
+    return WRITE
+
+
+app = server.streamable_http_app(json_response=True, stateless_http=True)
+
+
+async def health(request):
+    return PlainTextResponse("ok")
+
+
+app.router.routes.append(Route("/health", health))
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning",
             access_log=False)
 """
+"""A bare server of the official ``mcp`` SDK (``MCPServer``, stateless streamable HTTP with
+JSON answers, the SDK's own defaults otherwise) whose two tools answer constant bodies of the
+size simforge answers: what the SDK costs with no simulation behind it."""
+
+BARE_READ = {"id": "C-9001", "name": "Maya Lindqvist", "email": "maya.lindqvist@fastmail.example",
+             "phone": "+1-503-555-0142", "tier": "standard", "status": "active",
+             "address": "2210 NE Alberta St, Portland, OR 97211", "created_at": "2023-04-18",
+             "account_credit": 0.0}
+BARE_WRITE = {"customer_id": "C-9001", "account_credit": 5.0, "ledger_entry": {
+    "order_id": None, "reference": "Printer on fire", "customer_id": "C-9001",
+    "kind": "account_credit", "amount": 5.0, "created_at": "2026-01-15T09:00:00Z",
+    "id": "LE-000030"}}
 
 
-def mcp_paths(folder: Path) -> list[tuple[str, str, Path]]:
-    """``(label, path, wrk script)``: REST, ours (both eras) and the SDK's, read and write."""
+def mcp_paths(folder: Path) -> list[tuple[str, str, str, Path]]:
+    """``(label, server, path, wrk script)``: REST, ours (both eras), the SDK's manager over
+    simforge's sessions and a bare ``mcp`` server, read and write."""
     out = []
     for kind, (path, args) in (("read", READ), ("write", WRITE)):
         tool = path.rsplit("/", 1)[1]
-        out.append((f"REST {kind}", path, lua(args, folder, f"rest_{kind}")))
+        out.append((f"REST {kind}", "simforge", path, lua(args, folder, f"rest_{kind}")))
         for era in ("legacy", "modern"):
             body, headers = mcp_request(tool, args, era)
             script = lua_request(body, headers, folder, f"mcp_{era}_{kind}")
-            out.append((f"MCP {era} {kind}", "/mcp", script))
-            out.append((f"SDK {era} {kind}", "/mcp-sdk", script))
+            out.append((f"MCP {era} {kind}", "simforge", "/mcp", script))
+            out.append((f"SDK {era} {kind}", "simforge", "/mcp-sdk", script))
+            out.append((f"bare mcp {era} {kind}", "bare mcp", "/mcp", script))
     return out
 
 
 def mcp_side_by_side(args: argparse.Namespace, folder: Path, port: int = 18195) -> dict:
-    proc = start([str(PY), "-c", SIDE_BY_SIDE_SERVER, SCENARIO, TOKEN, str(port)], port,
-                 cwd=ROOT)
+    """MCP ``tools/call`` beside REST and beside a bare ``mcp`` server: both servers pinned to
+    the server's CPU, ``wrk`` pinned to the client's, the paths interleaved over
+    ``--rounds`` rounds (order rotated each round), each run with its server's CPU seconds.
+    Per path the median over rounds (min-max) of requests per second and per server CPU
+    second, and within each round the ratio to REST and to the bare server (same era and
+    call)."""
+    bare = BARE_MCP_SERVER.format(read=repr(BARE_READ), write=repr(BARE_WRITE))
+    servers = {"simforge": ([str(PY), "-c", SIDE_BY_SIDE_SERVER, SCENARIO, TOKEN, str(port)],
+                            port),
+               "bare mcp": ([str(PY), "-c", bare, str(port + 1)], port + 1)}
+    procs: dict[str, subprocess.Popen[bytes]] = {}
     paths = mcp_paths(folder)
     rounds: list[dict[str, dict[str, float | None]]] = []
     try:
-        for label, path, script in paths:  # each path once before the clock runs
-            probe(f"http://127.0.0.1:{port}{path}", script)
+        for name, (cmd, at) in servers.items():
+            procs[name] = start(cmd, at, cwd=ROOT)
+        for label, name, path, script in paths:  # each path once before the clock runs
+            url = f"http://127.0.0.1:{servers[name][1]}{path}"
+            probe(url, script)
             seconds = 1 if label.startswith("SDK modern") else args.warmup
-            wrk(f"http://127.0.0.1:{port}{path}", script, seconds, latency=False)
+            wrk(url, script, seconds, latency=False)
         for r in range(args.rounds):
-            order = paths if r % 2 == 0 else paths[::-1]
-            rounds.append({
-                label: wrk(f"http://127.0.0.1:{port}{path}", script, args.duration)
-                for label, path, script in order
-            })
-        rss = round(rss_mb(proc.pid), 1)
+            order = paths[r % len(paths):] + paths[:r % len(paths)]
+            got = {}
+            for label, name, path, script in order:
+                pid = procs[name].pid
+                c0 = cpu_seconds(pid)
+                res = wrk(f"http://127.0.0.1:{servers[name][1]}{path}", script, args.duration)
+                cpu = cpu_seconds(pid) - c0
+                res["per_server_cpu_s"] = (float(res["rps"] or 0) * args.duration / cpu
+                                           if cpu else None)
+                res["server_cpu_share"] = cpu / args.duration
+                got[label] = res
+            rounds.append(got)
+        rss = {name: round(rss_mb(proc.pid), 1) for name, proc in procs.items()}
     finally:
-        stop(proc)
-    summary: dict[str, dict[str, object]] = {}
-    for label, _, _ in paths:
-        runs = [r[label] for r in rounds]
-        rps = sorted(float(x["rps"] or 0) for x in runs)
-        rest = f"REST {label.rsplit(' ', 1)[1]}"
-        ratios = sorted(float(r[label]["rps"] or 0) / float(r[rest]["rps"] or 1) for r in rounds)
-        non2xx = sum(float(x["non2xx"] or 0) for x in runs)
+        for proc in procs.values():
+            stop(proc)
+    rates = ("rps", "per_server_cpu_s")
+    summary: dict[str, dict[str, Any]] = {}
+    for label, *_ in paths:
+        kind = label.rsplit(" ", 1)[1]
         summary[label] = {
-            "rps_median": median(rps), "rps_min": rps[0], "rps_max": rps[-1],
-            "p50_ms_median": median_or_none([x["p50_ms"] for x in runs]),
-            "p99_ms_median": median_or_none([x["p99_ms"] for x in runs]),
-            "vs_rest_median": median(ratios), "vs_rest_min": ratios[0],
-            "vs_rest_max": ratios[-1], "non2xx": non2xx,
+            **over_rounds(rounds, label, (*rates, "p50_ms", "p99_ms", "server_cpu_share")),
+            **over_rounds(rounds, label, rates, base=f"REST {kind}", suffix="_vs_rest"),
+            "non2xx": sum(float(x[label]["non2xx"] or 0) for x in rounds),
         }
+        if label.startswith(("MCP", "SDK", "bare")):
+            era = label.split(" ")[-2]
+            summary[label].update(over_rounds(
+                rounds, label, rates, base=f"bare mcp {era} {kind}", suffix="_vs_bare"))
     return {"rounds": args.rounds, "duration_s": args.duration, "rss_mb": rss,
             "summary": summary, "raw": rounds}
 
@@ -539,12 +614,10 @@ class RawConnection:
         self.writer.close()
 
 
-def load_500(port: int, connections: int = 64) -> dict[str, object]:
-    """500 concurrent sessions x 20 calls against the pinned server; each session writes ten
-    contacts and must see exactly its own ten. ``connections`` keep-alive connections, each
-    playing its share of the sessions one after another (:class:`RawConnection`); the server's
-    CPU and this client's are reported beside the wall time, so that the figure shows who was
-    busy."""
+async def _load_sessions(port: int, ids: list[int], connections: int) -> list[str]:
+    """Sessions ``ids`` over ``connections`` keep-alive connections, each playing its share
+    one after another: a session writes ten contacts, reads nine times and must then see
+    exactly its own ten contacts. The problems found (errors, leaks, losses)."""
     import asyncio
 
     async def one(conn: RawConnection, i: int) -> list[str]:
@@ -585,30 +658,65 @@ def load_500(port: int, connections: int = 64) -> dict[str, object]:
         finally:
             conn.close()
 
-    async def run() -> tuple[list[str], float]:
-        shares = [list(range(k, 500, connections)) for k in range(connections)]
-        t0 = time.monotonic()
-        results = await asyncio.gather(*[lane(share) for share in shares])
-        return [p for r in results for p in r], time.monotonic() - t0
+    shares = [ids[k::connections] for k in range(connections)]
+    results = await asyncio.gather(*[lane(share) for share in shares if share])
+    return [p for r in results for p in r]
 
-    os.sched_setaffinity(0, {int(CLIENT_CPU)})
+
+def _load_worker(port: int, ids: list[int], connections: int, cpus: set[int],
+                 start_at: float, out: Any) -> None:
+    """One load process: waits for ``start_at`` (so that all start together), plays its
+    sessions, sends back ``(problems, its CPU seconds, when it finished)``."""
+    import asyncio
+
+    os.sched_setaffinity(0, cpus)
+    time.sleep(max(0.0, start_at - time.time()))
+    c0 = time.process_time()
+    problems = asyncio.run(_load_sessions(port, ids, connections))
+    out.put((problems, time.process_time() - c0, time.time()))
+
+
+def load_500(port: int, connections: int = 64, processes: int = 4,
+             client_cpus: str = CLIENT_CPU) -> dict[str, object]:
+    """500 concurrent sessions x 20 calls against the pinned server, from ``processes`` load
+    processes (``connections`` keep-alive connections in all, :class:`RawConnection`),
+    pinned to ``client_cpus``: the server's CPU seconds and share of its core beside the
+    clients', so that the figure says whether the server was the one busy (it is the
+    server's figure when the server is near 100% of its core and the clients are not)."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    cpus = {int(c) for c in client_cpus.split(",")}
     proc = start(simforge_cmd(port), port)
     try:
-        server0, client0 = cpu_seconds(proc.pid), time.process_time()
-        problems, seconds = asyncio.run(run())
+        out = ctx.Queue()
+        start_at = time.time() + 0.5
+        workers = [ctx.Process(target=_load_worker, args=(
+            port, list(range(k, 500, processes)), max(1, connections // processes), cpus,
+            start_at, out)) for k in range(processes)]
+        server0 = cpu_seconds(proc.pid)
+        for w in workers:
+            w.start()
+        results = [out.get(timeout=600) for _ in workers]
+        for w in workers:
+            w.join(timeout=60)
+        seconds = max(r[2] for r in results) - start_at
         server_cpu = cpu_seconds(proc.pid) - server0
-        client_cpu = time.process_time() - client0
         rss = rss_mb(proc.pid)
     finally:
         stop(proc)
-        os.sched_setaffinity(0, set(range(os.cpu_count() or 1)))
+    problems = [p for r in results for p in r[0]]
+    client_cpu = sum(r[1] for r in results)
     return {
         "sessions": 500,
         "calls": 500 * 20,
         "connections": connections,
+        "load_processes": processes,
+        "client_cpus": client_cpus,
         "seconds": round(seconds, 2),
         "requests_per_s": round(500 * 21 / seconds),
         "server_cpu_s": round(server_cpu, 2),
+        "server_cpu_share": round(server_cpu / seconds, 2),
         "requests_per_server_cpu_s": round(500 * 21 / server_cpu) if server_cpu else None,
         "client_cpu_s": round(client_cpu, 2),
         "errors_or_leaks": len(problems),
@@ -874,7 +982,7 @@ def table(title: str, columns: list[str], summary: dict[str, dict[str, Any]],
         for key, fmt, with_spread in cells:
             stat = row[key]
             if not isinstance(stat, dict):
-                out.append(str(stat))
+                out += [str(stat), ""] if with_spread else [str(stat)]
                 continue
             out.append(f"{stat['median']:{fmt}}")
             if with_spread:
@@ -969,6 +1077,10 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5,
                     help="MCP beside REST, REST beside Starlette, OpenEnv: interleaved rounds")
     ap.add_argument("--skip-load", action="store_true")
+    ap.add_argument("--load-processes", type=int, default=4,
+                    help="the 500-session load: processes of the load generator")
+    ap.add_argument("--load-cpus", default=CLIENT_CPU,
+                    help="the 500-session load: CPUs its processes are pinned to")
     ap.add_argument("--out", default=str(Path(tempfile.gettempdir()) / "simforge-serve-bench.json"))
     args = ap.parse_args()
     if not shutil.which("wrk"):
@@ -1030,10 +1142,14 @@ def main() -> None:
         report["rest"] = rest_side_by_side(args, tmp)
     if "openenv" in names:
         report["openenv"] = openenv_side_by_side(args)
+    if "load" in names:
+        report["load_500x20"] = load_500(18194, processes=args.load_processes,
+                                         client_cpus=args.load_cpus)
     if "simforge" in names:
         report["idle_session"] = idle_session_memory()
-        if not args.skip_load:
-            report["load_500x20"] = load_500(18194)
+        if not args.skip_load and "load" not in names:
+            report["load_500x20"] = load_500(18194, processes=args.load_processes,
+                                             client_cpus=args.load_cpus)
     Path(args.out).write_text(json.dumps(report, indent=1))
     print_table(report)
 
@@ -1041,15 +1157,17 @@ def main() -> None:
 def print_mcp(report: dict[str, object]) -> None:
     mcp = report.get("mcp")
     if isinstance(mcp, dict):
-        print(f"\nMCP tools/call beside REST ({mcp['rounds']} interleaved rounds of "
-              f"{mcp['duration_s']} s; median, min-max):\n")
-        print("| path | req/s | min-max | p50 ms | p99 ms | / REST | min-max |")
-        print("|---|---:|---:|---:|---:|---:|---:|")
-        for label, row in mcp["summary"].items():
-            print(f"| {label} | {row['rps_median']:,.0f} | {row['rps_min']:,.0f}-"
-                  f"{row['rps_max']:,.0f} | {row['p50_ms_median']} | {row['p99_ms_median']} | "
-                  f"{row['vs_rest_median']:.2f} | {row['vs_rest_min']:.2f}-"
-                  f"{row['vs_rest_max']:.2f} |")
+        rows = {label: {"vs_bare": row.get("per_server_cpu_s_vs_bare", "-"), **row}
+                for label, row in mcp["summary"].items()}
+        table(f"MCP tools/call beside REST and a bare mcp server ({mcp['rounds']} rotated "
+              f"rounds of {mcp['duration_s']} s, wrk -t1 -c32; median, min-max)",
+              ["path", "req/s", "min-max", "per server CPU s", "min-max", "/ REST (CPU)",
+               "min-max", "/ bare mcp (CPU)", "min-max", "p50 ms", "p99 ms", "server CPU"],
+              rows,
+              [("rps", ",.0f", True), ("per_server_cpu_s", ",.0f", True),
+               ("per_server_cpu_s_vs_rest", ".2f", True), ("vs_bare", ".2f", True),
+               ("p50_ms", ".2f", False), ("p99_ms", ".2f", False),
+               ("server_cpu_share", ".0%", False)])
     inproc = report.get("mcp_in_process")
     if isinstance(inproc, dict):
         print("\nIn process, us per request (best batch, median batch; best is what a "
@@ -1065,6 +1183,9 @@ def print_table(report: dict[str, object]) -> None:
         part = report.get(key)
         if isinstance(part, dict):
             show(part)
+    for key in ("idle_session", "load_500x20"):
+        if key in report:
+            print(f"{key}: {json.dumps(report[key])}")
     servers = report["servers"]
     assert isinstance(servers, list)
     if not servers:
@@ -1088,9 +1209,6 @@ def print_table(report: dict[str, object]) -> None:
                     f"simforge / {peer}: read {me['read']['rps'] / by[peer]['read']['rps']:.2f}x, "
                     f"write {me['write']['rps'] / by[peer]['write']['rps']:.2f}x"
                 )
-    for key in ("idle_session", "load_500x20"):
-        if key in report:
-            print(f"{key}: {json.dumps(report[key])}")
 
 
 if __name__ == "__main__":

@@ -12,9 +12,9 @@
     /openapi.json, /docs                        every tool, from its ToolSpec       open
 
 The open surfaces are what an agent under test may reach; none of them reads a score, a
-trajectory, an expected state or a validator setting. Every HTTP request first passes the body
-limit (:mod:`simforge.serve.guard`), before any route reads or authenticates anything; requests
-for the tool plane and MCP are then dispatched before FastAPI's routing, so the hot path pays
+trajectory, an expected state or a validator setting. Every request passes one ASGI gate
+(:mod:`simforge.serve.guard`): the body limit, before any route reads or authenticates
+anything, then the tool plane and MCP dispatched before FastAPI's routing, so the hot path pays
 for no other middleware, and a connection reset can reach uvicorn's socket. ``info.version`` is the
 version of the HTTP API (``1.0.0``: OpenEnv's validator reads it as its ``openenv-http/1.x``
 profile).
@@ -39,12 +39,12 @@ from simforge.tools.pack import Pack
 
 from .agent_plane import agent_router
 from .control_plane import control_router
-from .guard import BodyLimit
+from .guard import Gate
 from .jsonrpc import JsonRpc, mcp_operation
 from .openenv import openenv_router
 from .problems import install_handlers
 from .sessions import Limits, SessionManager
-from .tool_plane import Receive, Scope, Send, ToolPlane, route, tool_operations
+from .tool_plane import Receive, Scope, Send, ToolPlane, tool_operations
 
 API_VERSION = "1.0.0"
 
@@ -69,30 +69,18 @@ def resolve_target(target: str | Pack | LoadedScenario) -> LoadedScenario:
 
 
 class SimforgeApp(FastAPI):
-    """FastAPI, with the tool plane and MCP answered before routing."""
+    """FastAPI behind :class:`~.guard.Gate`: the body limit, then the tool plane and MCP
+    answered before routing."""
 
     tool_plane: ToolPlane
     mcp: JsonRpc
-    guard: BodyLimit
+    gate: Gate
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self.guard(scope, receive, send)
+        await self.gate(scope, receive, send)
 
-    async def _dispatch(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            path = scope["path"]
-            target = route(path)
-            if target is not None:
-                await self.tool_plane(scope, receive, send, *target)
-                return
-            if path == "/mcp":
-                await self.mcp(scope, receive, send, None)
-                return
-            if path.startswith("/s/") and path.endswith("/mcp"):
-                sid = path[3:-4]
-                if sid and "/" not in sid:
-                    await self.mcp(scope, receive, send, sid)
-                    return
+    async def _routed(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """FastAPI's own routing (everything the gate does not answer itself)."""
         await super().__call__(scope, receive, send)
 
 
@@ -137,8 +125,8 @@ def create_app(
         lifespan=lifespan,
     )
     app.tool_plane = ToolPlane(manager)
-    app.guard = BodyLimit(app._dispatch, limits.max_body_bytes)
     app.mcp = rpc
+    app.gate = Gate(app._routed, app.tool_plane, rpc, limits.max_body_bytes)
     app.state.manager = manager
     app.state.token = token
     install_handlers(app)

@@ -136,18 +136,11 @@ async def env_step(served: ServedSession, action: Any) -> dict[str, Any]:
     """``env.step`` under the session's lock; in real-time mode the answer waits for the calls'
     simulated duration (the agent's think time stays simulated: it is in the action)."""
     async with served.lock:
-        served.touch()
-        if served.session.done:
-            raise episode_ended(served)
+        _steppable(served)
         try:
             obs, reward, terminated, truncated, info = await served.env.astep(action)
-        except ActionError as exc:
-            where = str(exc).partition(":")[0]
-            raise Problem(
-                422, "invalid_action", str(exc), errors=[{"field": f"body.{where}"}]
-            ) from None
-        except SessionClosed:
-            raise episode_ended(served) from None
+        except (ActionError, SessionClosed) as exc:
+            raise _step_problem(served, exc) from None
         if served.time_scale > 0:
             recorded = served.session.recorder.calls
             n = len(obs["results"])
@@ -156,6 +149,38 @@ async def env_step(served: ServedSession, action: Any) -> dict[str, Any]:
             if spans:
                 await asyncio.sleep(max(spans) * served.time_scale)
         served.touch()
+    return _answer(obs, reward, terminated, truncated, info)
+
+
+def env_step_now(served: ServedSession, action: Any) -> dict[str, Any]:
+    """:func:`env_step` without a coroutine, for what cannot wait: virtual time (scale 0), a
+    free lock and an action that asks nothing of the simulated user (plain tool calls). The
+    caller checks those; nothing here awaits, so no other request interleaves with it."""
+    _steppable(served)
+    try:
+        obs, reward, terminated, truncated, info = served.env.step(action)
+    except (ActionError, SessionClosed) as exc:
+        raise _step_problem(served, exc) from None
+    served.touch()
+    return _answer(obs, reward, terminated, truncated, info)
+
+
+def _steppable(served: ServedSession) -> None:
+    served.touch()
+    if served.session.done:
+        raise episode_ended(served)
+
+
+def _step_problem(served: ServedSession, exc: Exception) -> Problem:
+    if isinstance(exc, SessionClosed):
+        return episode_ended(served)
+    where = str(exc).partition(":")[0]
+    return Problem(422, "invalid_action", str(exc), errors=[{"field": f"body.{where}"}])
+
+
+def _answer(
+    obs: dict[str, Any], reward: float, terminated: bool, truncated: bool, info: dict[str, Any]
+) -> dict[str, Any]:
     return {
         "observation": obs,
         "reward": reward,

@@ -1,6 +1,10 @@
-"""The body limit: :class:`BodyLimit` is one pure ASGI layer in front of everything (tool
-plane, MCP, the conversation, the control plane, OpenEnv's HTTP routes), so that no route can
-read a body, or authenticate from one, before the limit has been applied. A ``Content-Length``
+"""The gate: :class:`Gate` is the one pure ASGI layer in front of everything. It applies the
+body limit to every HTTP request (tool plane, MCP, the conversation, the control plane,
+OpenEnv's HTTP routes), so that no route can read a body, or authenticate from one, before the
+limit has been applied; then it hands the hot paths (the tool plane, MCP) their requests
+before FastAPI's routing, and the rest (WebSockets and lifespan included) to FastAPI.
+
+**The body limit.** A ``Content-Length``
 over the limit is answered ``413`` at once, without reading a byte of the body and without
 calling the application. A body with no length (``Transfer-Encoding: chunked``) is counted
 while the application reads it: past the limit the application is told the client went away,
@@ -15,11 +19,13 @@ Slow clients are :mod:`simforge.serve.server`'s business.
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from .problems import PROBLEM_JSON, Problem
-from .tool_plane import Receive, Scope, Send
+from .tool_plane import Answer, Receive, Scope, Send, route
+
+App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 def body_too_large(limit: int) -> Problem:
@@ -91,11 +97,16 @@ class _Counted:
         await self._send(message)
 
 
-class BodyLimit:
-    """The ASGI layer that holds every HTTP request's body to ``limit`` bytes."""
+class Gate:
+    """The ASGI layer in front of the application: every HTTP request's body held to
+    ``limit`` bytes, then the tool plane and MCP answered before ``app`` (FastAPI) routes
+    anything else. ``tool_plane(scope, receive, send, session, tool)`` and ``mcp(scope,
+    receive, send, session)`` are the hot paths' handlers."""
 
-    def __init__(self, app: Any, limit: int) -> None:
+    def __init__(self, app: App, tool_plane: Any, mcp: Any, limit: int) -> None:
         self.app = app
+        self.tool_plane = tool_plane
+        self.mcp = mcp
         self.limit = limit
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -117,18 +128,53 @@ class BodyLimit:
                 if length > self.limit:
                     await _send_problem(send, body_too_large(self.limit))
                     return
-                await self.app(scope, receive, send)
+                await self._route(scope, receive, send)
                 return
             if key == b"transfer-encoding":
                 counted = True
         if not counted:  # no length, no chunks: no body (RFC 9112 6.3)
-            await self.app(scope, receive, send)
+            await self._route(scope, receive, send)
             return
         request = _Counted(receive, send, self.limit)
         try:
-            await self.app(scope, request.receive, request.send)
+            await self._route(scope, request.receive, request.send)
         except Exception:
             if not request.exceeded:
                 raise
         if request.exceeded and not request.started:
             await _send_problem(send, body_too_large(self.limit))
+
+    def wants(self, scope: Scope) -> bool:
+        """Whether :meth:`now` may answer this request once its body is in: a ``POST`` to the
+        tool plane with a ``Content-Length`` within the limit (nothing else to count)."""
+        if scope["method"] != "POST" or route(scope["path"]) is None:
+            return False
+        length = None
+        for key, value in scope["headers"]:
+            if key == b"content-length":
+                length = value
+            elif key == b"transfer-encoding":
+                return False
+        return length is not None and length.isdigit() and int(length) <= self.limit
+
+    def now(self, scope: Scope, body: bytes) -> Answer | None:
+        """The answer to a request :meth:`wants`, computed at once (the tool plane's
+        :meth:`~.tool_plane.ToolPlane.now`); ``None``: through the gate as ASGI instead."""
+        target = route(scope["path"])
+        assert target is not None
+        answer: Answer | None = self.tool_plane.now(scope, body, *target)
+        return answer
+
+    def _route(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+        """The handler of an HTTP request whose body is within the limit."""
+        path = scope["path"]
+        target = route(path)
+        if target is not None:
+            return self.tool_plane(scope, receive, send, *target)
+        if path == "/mcp":
+            return self.mcp(scope, receive, send, None)
+        if path.startswith("/s/") and path.endswith("/mcp"):
+            sid = path[3:-4]
+            if sid and "/" not in sid:
+                return self.mcp(scope, receive, send, sid)
+        return self.app(scope, receive, send)

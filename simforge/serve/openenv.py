@@ -41,6 +41,7 @@ client turns into HTTP Basic by way of ``websockets``.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import weakref
@@ -52,13 +53,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import Response
 
 from simforge import jsonio
-from simforge.env.action import Action
+from simforge.env.action import Action, fast_calls
 from simforge.tools.pack import ToolCatalog
 
 from .control_plane import (
     MAX_SEED,
     _json,
     env_step,
+    env_step_now,
     session_info,
     token_dependency,
     token_matches,
@@ -66,6 +68,7 @@ from .control_plane import (
 from .jsonrpc import JsonRpc, Rpc, RpcError, _frame, _request_id
 from .mcp_server import call_result, session_catalog, unknown_tool
 from .problems import JsonRoute, Problem, parse_json, tool_problem
+from .server import DIRECT_WS
 from .sessions import ServedSession, SessionManager, episode_ended
 
 log = logging.getLogger(__name__)
@@ -349,11 +352,16 @@ async def openenv_step(
             "and call_tool; simforge's own actions have no type",
             errors=[{"field": "body.type", "expected": "list_tools, call_tool or none"}],
         )
+    return _step_observation(await env_step(served, _plain_action(data)))
+
+
+def _plain_action(data: dict[str, Any]) -> dict[str, Any]:
+    """simforge's own action (no ``type``) as the env takes it."""
     action = dict(data)
     metadata = action.pop("metadata", None)
     if metadata:  # OpenEnv's Action always carries metadata; an empty one says nothing
         action["metadata"] = metadata
-    return _step_observation(await env_step(served, action))
+    return action
 
 
 def _only(data: dict[str, Any], allowed: frozenset[str], what: str) -> None:
@@ -580,11 +588,17 @@ def openenv_router(manager: SessionManager, token: str, rpc: JsonRpc) -> APIRout
             await websocket.close()
             return
         served.connections += 1
+        sent: set[str] = set()  # the tools and policy ids this connection has received
+        direct = websocket.scope.get("extensions", {}).get(DIRECT_WS)
+        if direct is not None:
+            direct.direct = functools.partial(_message_now, manager, served, sent)
         try:
-            await _serve(websocket, manager, rpc, served)
+            await _serve(websocket, manager, rpc, served, sent)
         except WebSocketDisconnect:
             pass
         finally:
+            if direct is not None:
+                direct.direct = None
             served.connections -= 1
             if manager.sessions.get(served.id) is served:
                 del manager.sessions[served.id]
@@ -593,9 +607,11 @@ def openenv_router(manager: SessionManager, token: str, rpc: JsonRpc) -> APIRout
 
 
 async def _serve(
-    websocket: WebSocket, manager: SessionManager, rpc: JsonRpc, served: ServedSession
+    websocket: WebSocket, manager: SessionManager, rpc: JsonRpc, served: ServedSession,
+    sent: set[str],
 ) -> None:
-    sent: set[str] = set()  # the tools and policy ids this connection has received
+    """The messages the server's direct path (:func:`_message_now`) left to a coroutine, or
+    all of them under a server without one."""
     while True:
         frame = await websocket.receive()
         if frame["type"] == "websocket.disconnect":
@@ -613,11 +629,10 @@ async def _serve(
             return
 
 
-async def _message(
-    manager: SessionManager, rpc: JsonRpc, served: ServedSession, raw: str | bytes,
-    sent: set[str] | None = None,
-) -> bytes | None:
-    """The reply to one WebSocket message; ``None`` to close."""
+def _triage(
+    manager: SessionManager, served: ServedSession, raw: str | bytes
+) -> tuple[str, dict[str, Any]] | bytes:
+    """A message's ``(type, data)``, or the error reply to it."""
     try:
         message = parse_json(raw, field="message")
     except Problem as problem:
@@ -630,38 +645,93 @@ async def _message(
     if kind not in MESSAGE_KEYS:
         return _error(f"Unknown message type: {kind}", UNKNOWN_TYPE)
     allowed, needs_data = MESSAGE_KEYS[kind]
+    extra = sorted(set(message) - allowed)
+    if extra:
+        return _problem_error(_invalid(
+            f"{kind}: unexpected keys {extra}; allowed: {sorted(allowed)}", f"body.{extra[0]}"))
+    data = message.get("data", {})
+    if needs_data and "data" not in message:
+        return _problem_error(_invalid(f"{kind}: data is required", "body.data"))
+    if type(data) is not dict:
+        return _problem_error(_invalid(f"{kind}: data: expected an object", "body.data"))
+    if manager.sessions.get(served.id) is not served:
+        return _error(f"session {served.id!r} no longer exists (deleted on the control "
+                      "plane)", SESSION_ERROR)
+    return kind, data
+
+
+async def _message(
+    manager: SessionManager, rpc: JsonRpc, served: ServedSession, raw: str | bytes,
+    sent: set[str] | None = None,
+) -> bytes | None:
+    """The reply to one WebSocket message; ``None`` to close."""
+    triaged = _triage(manager, served, raw)
+    if isinstance(triaged, bytes):
+        return triaged
+    kind, data = triaged
     try:
-        extra = sorted(set(message) - allowed)
-        if extra:
-            raise _invalid(f"{kind}: unexpected keys {extra}; allowed: {sorted(allowed)}",
-                           f"body.{extra[0]}")
-        data = message.get("data", {})
-        if needs_data and "data" not in message:
-            raise _invalid(f"{kind}: data is required", "body.data")
-        if type(data) is not dict:
-            raise _invalid(f"{kind}: data: expected an object", "body.data")
-        if manager.sessions.get(served.id) is not served:
-            return _error(f"session {served.id!r} no longer exists (deleted on the control "
-                          "plane)", SESSION_ERROR)
         if kind == "close":
             return None
         if kind == "reset":
-            return await _reset(manager, served, data, sent)
+            async with served.lock:
+                return _reset(manager, served, data, sent)
         if kind == "step":
             obs, reward, done = await openenv_step(served, data)
             return _observation(obs, reward, done)
         if kind == "state":
-            return orjson.dumps({"type": "state", "data": state(served)}, default=repr)
+            return _state(served)
         try:
             answer = await rpc.answer(data, Rpc(ws=True, served=served))
         except RpcError as error:
             answer = _frame(_request_id(data), error)
         return b'{"type":"mcp","data":' + answer + b"}"
-    except Problem as problem:
-        return _problem_error(problem)
     except Exception as exc:
-        log.exception("OpenEnv: %s message failed", kind)
-        return _error(f"internal error: {type(exc).__name__}", EXECUTION_ERROR)
+        return _failed(kind, exc)
+
+
+def _message_now(
+    manager: SessionManager, served: ServedSession, sent: set[str], raw: str
+) -> bytes | None:
+    """The reply to one WebSocket message, answered where the server's protocol parsed it
+    (:class:`~.server.DirectWebSocket`), with no task, queue or ASGI message around it; ``None``
+    when the message must go to :func:`_message`'s coroutine instead: anything that might
+    wait (real time, a busy session, a step that asks the simulated user, MCP), a close, a
+    session deleted on the control plane. What it answers is what :func:`_message` answers
+    to the same message."""
+    if (served.time_scale > 0 or served.lock.locked()
+            or manager.sessions.get(served.id) is not served):
+        return None
+    reply = _triage(manager, served, raw)
+    return reply if isinstance(reply, bytes) else _answer_now(manager, served, sent, *reply)
+
+
+def _answer_now(
+    manager: SessionManager, served: ServedSession, sent: set[str], kind: str,
+    data: dict[str, Any],
+) -> bytes | None:
+    try:
+        if kind == "reset":
+            return _reset(manager, served, data, sent)
+        if kind == "state":
+            return _state(served)
+        if kind == "step" and "type" not in data:
+            action = _plain_action(data)
+            if fast_calls(action) is not None:
+                return _observation(*_step_observation(env_step_now(served, action)))
+    except Exception as exc:
+        return _failed(kind, exc)
+    return None
+
+
+def _failed(kind: str, exc: Exception) -> bytes:
+    if isinstance(exc, Problem):
+        return _problem_error(exc)
+    log.error("OpenEnv: %s message failed", kind, exc_info=exc)
+    return _error(f"internal error: {type(exc).__name__}", EXECUTION_ERROR)
+
+
+def _state(served: ServedSession) -> bytes:
+    return orjson.dumps({"type": "state", "data": state(served)}, default=repr)
 
 
 def _observation(data: dict[str, Any], reward: float | None, done: bool) -> bytes:
@@ -671,10 +741,12 @@ def _observation(data: dict[str, Any], reward: float | None, done: bool) -> byte
     )
 
 
-async def _reset(
+def _reset(
     manager: SessionManager, served: ServedSession, data: dict[str, Any],
     sent: set[str] | None = None,
 ) -> bytes:
+    """A reset's reply; the caller holds the session's lock, or knows it is free (nothing
+    here awaits)."""
     unknown = sorted(set(data) - set(RESET_KEYS))
     if unknown:
         raise Problem(422, "invalid_reset", f"reset: unknown keys {unknown}; allowed: "
@@ -693,7 +765,6 @@ async def _reset(
         if value is not None and not isinstance(value, str):
             raise Problem(422, "invalid_reset", f"{name}: expected a string",
                           errors=[{"field": f"body.{name}", "expected": "string"}])
-    async with served.lock:
-        _, obs, _ = manager.reset(served.id, seed=seed, task=task, faults=faults,
-                                  episode_id=episode_id)
+    _, obs, _ = manager.reset(served.id, seed=seed, task=task, faults=faults,
+                              episode_id=episode_id)
     return _observation(reset_observation(served, obs, sent), None, False)

@@ -19,16 +19,34 @@ the OpenAI and Anthropic SDKs: 5 s; aiohttp: 15 s); a server that closes it firs
 client's next request on it, which then fails with a read error. The server's keep-alive must
 be the longer of the two: 75 s by default (nginx's), where uvicorn's own default is 5 s, the
 same as httpx's.
+
+**Direct paths.** In virtual time a tool call and an OpenEnv step wait for nothing, so the
+ASGI round trip around them (a task, messages through queues, the answer in pieces) is most
+of what the server adds to the simulation. A tool-plane ``POST`` the application's gate wants
+is answered where this protocol parsed it (:meth:`_Deadlines._answer_now`), and ``/ws``
+messages where :class:`DirectWebSocket` parsed them; whatever may wait takes the ASGI path.
+A middleware put between uvicorn and the application keeps the HTTP direct path off (the
+gate is found on the application ``server_config`` is given); one that must see every
+WebSocket message should drop :data:`DIRECT_WS` from the scope's extensions.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 import uvicorn
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.http.httptools_impl import (
+    STATUS_LINE,
+    HttpToolsProtocol,
+    RequestResponseCycle,
+)
+from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+from websockets.exceptions import InvalidState
+from websockets.http11 import Request
 
+from .guard import Gate
 from .sessions import Limits
 
 _IDLE, _HEADERS, _BODY = 0, 1, 2
@@ -37,7 +55,8 @@ a request's headers, its body."""
 
 
 class _Deadlines(HttpToolsProtocol):
-    """uvicorn's httptools protocol with a deadline on receiving each request.
+    """uvicorn's httptools protocol with a deadline on receiving each request, and a direct
+    path for the tool plane.
 
     The parser's callbacks only note what is being received (and for which request); the
     timer is set after each chunk of bytes is parsed, to match: a request whose headers and
@@ -47,6 +66,9 @@ class _Deadlines(HttpToolsProtocol):
 
     header_timeout: float = 10.0
     body_timeout: float = 30.0
+    gate: Gate | None = None
+    """The application's gate, whose ``now`` answers tool-plane requests where they were
+    parsed (:meth:`_answer_now`)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -56,6 +78,8 @@ class _Deadlines(HttpToolsProtocol):
         self._request = 0
         self._armed = (_IDLE, 0)
         """The ``(phase, request)`` the timer is set for."""
+        self._held: tuple[RequestResponseCycle, Any] | None = None
+        """A request the gate wants, its body still coming: no task was started for it."""
 
     def _sync(self) -> None:
         wanted = (self._phase, self._request)
@@ -117,6 +141,68 @@ class _Deadlines(HttpToolsProtocol):
         super().on_message_complete()
         self._receiving_body = False
         self._phase = _IDLE
+        held = self._held
+        if held is not None:  # a tool call whose body is in: the direct path's, below
+            self._held = None
+            assert self.gate is not None
+            if not self._answer_now(held[0], self.gate):
+                super()._start_asgi_task(*held)
+
+    # -- the direct path: a tool call answered where it was parsed -------------------------------
+    #
+    # uvicorn starts a task per request as soon as its headers are in, and the application
+    # then reads the body and answers through ASGI messages, each response in two writes. A
+    # tool-plane request the gate wants gets no task: once its body is in, the gate answers it
+    # at once (in virtual time nothing in a call waits), and the response goes out in one
+    # write; keep-alive, pipelining and the deadlines are uvicorn's and this protocol's, as
+    # for any request. What the gate does not answer (``None``) is started as uvicorn would
+    # have started it, its body already read.
+
+    def _start_asgi_task(self, cycle: RequestResponseCycle, app: Any) -> None:
+        gate = self.gate
+        if (gate is not None and app is self.app and not cycle.waiting_for_100_continue
+                and gate.wants(cast(Any, cycle.scope))):  # (a client that waits for 100
+            # Continue before it sends the body gets it from uvicorn, when the app reads)
+            if cycle.more_body:
+                self._held = (cycle, app)
+                return
+            if self._answer_now(cycle, gate):  # pipelined: its body was in before its turn
+                return
+        super()._start_asgi_task(cycle, app)
+
+    def on_body(self, body: bytes) -> None:
+        super().on_body(body)
+        if self._held is not None and self.flow.read_paused:
+            # uvicorn pauses reading past 64 KiB until the application reads; a held request
+            # has no reader yet, and its body is within the limit (Gate.wants): read it whole
+            self.flow.resume_reading()
+
+    def _answer_now(self, cycle: RequestResponseCycle, gate: Gate) -> bool:
+        if self.flow.write_paused or cycle.disconnected:
+            return False  # uvicorn's way, which waits for the client to read
+        try:
+            answer = gate.now(cast(Any, cycle.scope), bytes(cycle.body))
+        except Exception:
+            self.logger.exception("Exception in ASGI application\n")
+            answer = 500, [(b"content-type", b"text/plain; charset=utf-8"),
+                           (b"content-length", b"21"), (b"connection", b"close")], \
+                b"Internal Server Error"
+            cycle.keep_alive = False
+        if answer is None:
+            return False
+        status, headers, body = answer
+        out = [STATUS_LINE[status]]
+        for name, value in (*self.server_state.default_headers, *headers):
+            out += (name, b": ", value, b"\r\n")
+        if not cycle.keep_alive:
+            out.append(b"connection: close\r\n")
+        out += (b"\r\n", body)
+        cycle.response_started = cycle.response_complete = True
+        self.transport.write(b"".join(out))
+        if not cycle.keep_alive:
+            self.transport.close()
+        self.on_response_complete()
+        return True
 
     def handle_websocket_upgrade(self) -> None:
         self._disarm()  # the WebSocket protocol takes the connection over
@@ -129,12 +215,75 @@ _TIMED_OUT = (
 )
 
 
-def protocol_class(header_timeout: float, body_timeout: float) -> type[HttpToolsProtocol]:
-    """uvicorn's HTTP protocol with these deadlines (``uvicorn.Config(http=...)``)."""
+DIRECT_WS = "simforge.ws.direct"
+"""The ASGI scope extension under which :class:`DirectWebSocket` offers itself to the
+application: ``scope["extensions"][DIRECT_WS].direct = handler`` once the WebSocket is
+accepted."""
+
+
+class DirectWebSocket(WebSocketsSansIOProtocol):
+    """uvicorn's sans-IO WebSocket protocol (``websockets``' parser and framing, its
+    handshake, close, keepalive and limits unchanged) with a direct path for messages.
+
+    The application may set :attr:`direct` to ``handler(text) -> bytes | None``. A text
+    message that arrives while the application waits for the next message (nothing of
+    its own in flight, the transport writable) is then answered where it was parsed:
+    ``handler``'s bytes go out at once as one text frame, with no ASGI message, queue, task
+    wake-up or pause of reading around it, and no decoding of the reply to ``str`` and back.
+    ``None`` from ``handler`` (it cannot answer without waiting), a binary message or a busy
+    application take uvicorn's way: the message is queued for the application's ``receive``,
+    in order. A server running the application without this protocol simply never offers
+    the extension."""
+
+    direct: Callable[[str], bytes | None] | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.idle = False
+        """The application waits in ``receive`` with nothing queued: a message answered here
+        cannot overtake one of its own."""
+
+    def handle_connect(self, event: Request) -> None:
+        super().handle_connect(event)
+        scope = getattr(self, "scope", None)  # none when the handshake was refused
+        if scope is not None:
+            scope["extensions"][DIRECT_WS] = self
+
+    async def receive(self) -> Any:
+        if self.queue.empty():
+            self.idle = True
+        return await super().receive()
+
+    def send_receive_event_to_app(self) -> None:
+        handler = self.direct
+        if (handler is not None and self.idle and self.curr_msg_data_type == "text"
+                and not self.close_sent and self.writable.is_set()):
+            data = self.frames[0] if len(self.frames) == 1 else b"".join(self.frames)
+            try:
+                reply = handler(data.decode())
+            except UnicodeDecodeError:
+                reply = None  # uvicorn's way: closed with 1007
+            if reply is not None:
+                self.frames = []
+                try:
+                    self.conn.send_text(reply)
+                except InvalidState:  # closing: the reply has no one to go to
+                    return
+                self.transport.write(b"".join(self.conn.data_to_send()))
+                return
+        self.idle = False
+        super().send_receive_event_to_app()
+
+
+def protocol_class(
+    header_timeout: float, body_timeout: float, gate: Gate | None = None
+) -> type[HttpToolsProtocol]:
+    """uvicorn's HTTP protocol with these deadlines (``uvicorn.Config(http=...)``), and with
+    ``gate``'s direct path for the tool plane."""
     return type(
         "SimforgeHttpProtocol",
         (_Deadlines,),
-        {"header_timeout": header_timeout, "body_timeout": body_timeout},
+        {"header_timeout": header_timeout, "body_timeout": body_timeout, "gate": gate},
     )
 
 
@@ -143,7 +292,8 @@ def server_config(
     **kwargs: Any,
 ) -> uvicorn.Config:
     """The uvicorn configuration ``simforge serve`` runs ``app`` with: the deadlines and
-    keep-alive of ``limits``, WebSocket messages held to the body limit.
+    keep-alive of ``limits``, WebSocket messages held to the body limit and answered on
+    :class:`DirectWebSocket`'s direct path where they can be.
 
     ``ws_compression``: accept a WebSocket client's offer of permessage-deflate (RFC 7692).
     Off by default, where uvicorn's default is on: the OpenEnv ``/ws`` runs over loopback or a
@@ -154,8 +304,10 @@ def server_config(
         app,
         host=host,
         port=port,
-        http=protocol_class(limits.header_timeout, limits.body_timeout),
+        http=protocol_class(limits.header_timeout, limits.body_timeout,
+                            getattr(app, "gate", None)),
         timeout_keep_alive=limits.keep_alive,  # type: ignore[arg-type]  # a float works
+        ws=DirectWebSocket,
         ws_max_size=limits.max_body_bytes,
         ws_per_message_deflate=ws_compression,
         access_log=False,

@@ -39,6 +39,37 @@ _JSON = [(b"content-type", b"application/json")]
 _PROBLEM = [(b"content-type", PROBLEM_JSON.encode())]
 
 
+Answer = tuple[int, list[tuple[bytes, bytes]], bytes]
+"""A response: status, headers, body."""
+
+
+def _credentials(scope: Scope, sid: str | None) -> tuple[str | None, bytes | None]:
+    """``(session, authorization)`` of a tool-plane request."""
+    authorization = None
+    for key, value in scope["headers"]:
+        if key == SESSION_HEADER and sid is None:
+            sid = value.decode("latin-1")
+        elif key == b"authorization":
+            authorization = value
+    return sid, authorization
+
+
+def _arguments(body: bytes) -> Any:
+    return parse_json(body) if body.strip() else {}
+
+
+def _length(body: bytes) -> tuple[bytes, bytes]:
+    return b"content-length", str(len(body)).encode()
+
+
+def _problem(exc: Problem) -> Answer:
+    body = exc.encode()
+    headers = [*_PROBLEM, _length(body)]
+    if exc.headers:
+        headers.extend((k.lower().encode(), v.encode()) for k, v in exc.headers.items())
+    return exc.status, headers, body
+
+
 class SimulatedReset(ConnectionResetError):
     """Raised where no socket can be aborted (an in-process ASGI client): the caller sees the
     reset as an exception, as it would over a network."""
@@ -118,17 +149,11 @@ class ToolPlane:
                     errors=[{"field": "method", "expected": "POST"}],
                     headers={"Allow": "POST"},
                 )
-            authorization = None
-            for key, value in scope["headers"]:
-                if key == SESSION_HEADER and sid is None:
-                    sid = value.decode("latin-1")
-                elif key == b"authorization":
-                    authorization = value
+            sid, authorization = _credentials(scope, sid)
             body = await self._body(receive)
-            args = parse_json(body) if body.strip() else {}
-            outcome = await invoke(self.manager, sid, name, args, authorization)
+            outcome = await invoke(self.manager, sid, name, _arguments(body), authorization)
         except Problem as exc:
-            await self._send(send, exc.status, exc.encode(), _PROBLEM, exc.headers)
+            await self._send(send, _problem(exc))
             return
         if outcome.wire is not None:  # the answer's bytes are the fault's (faults/wire.py)
             await render_wire(
@@ -138,21 +163,49 @@ class ToolPlane:
             )
             return
         error = outcome.error
+        if error is not None and int(error.get("status", 500)) == 0:
+            await self._reset(send)
+            return
+        await self._send(send, self._answer(outcome))
+
+    def now(self, scope: Scope, body: bytes, sid: str | None, name: str) -> Answer | None:
+        """The answer to a whole request, computed at once, for a server that can write it
+        without the ASGI round trip (:mod:`simforge.serve.server`); ``None`` when it must go
+        the coroutine's way: real time (the answer waits), or a session with a fault plan
+        (whose answers may be a wire fault's bytes or a reset socket). Same answers as
+        :meth:`__call__`: in virtual time ``invoke`` is this call, without awaiting. Only for a
+        ``POST`` (:meth:`~.guard.Gate.wants`)."""
+        manager = self.manager
+        if manager.time_scale > 0:
+            return None
+        try:
+            sid, authorization = _credentials(scope, sid)
+            args = _arguments(body)
+            served = resolve(manager, sid, name, authorization)
+            if served.session.plan is not None:
+                return None
+            outcome = served.call_now(name, args)
+            if outcome is None:
+                raise episode_ended(served)
+        except Problem as exc:
+            return _problem(exc)
+        return self._answer(outcome)
+
+    def _answer(self, outcome: CallOutcome) -> Answer:
+        """A call's answer (not a wire fault's, not a reset)."""
+        error = outcome.error
+        call_id = (b"x-simforge-call-id", outcome.call_id.encode())
         if error is None:
             result = outcome.result
             body = b"" if result == "" else orjson.dumps(result, default=repr)
-            await self._send(send, 200, body, _JSON, None, outcome.call_id)
-            return
-        status = int(error.get("status", 500))
-        if status == 0:
-            await self._reset(send)
-            return
+            return 200, [*_JSON, _length(body), call_id], body
         answer = tool_problem(error)
-        headers = {}
+        body = answer.encode()
+        headers = [*_PROBLEM, _length(body), call_id]
         if answer.retry_after is not None:
-            scale = self.manager.time_scale
-            headers["Retry-After"] = retry_after_header(answer.retry_after, scale)
-        await self._send(send, status, answer.encode(), _PROBLEM, headers, outcome.call_id)
+            wait = retry_after_header(answer.retry_after, self.manager.time_scale)
+            headers.append((b"retry-after", wait.encode()))
+        return int(error.get("status", 500)), headers, body
 
     @staticmethod
     async def _body(receive: Receive) -> bytes:
@@ -168,19 +221,8 @@ class ToolPlane:
                 return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
     @staticmethod
-    async def _send(
-        send: Send,
-        status: int,
-        body: bytes,
-        base: list[tuple[bytes, bytes]],
-        extra: dict[str, str] | None,
-        call_id: str | None = None,
-    ) -> None:
-        headers = [*base, (b"content-length", str(len(body)).encode())]
-        if call_id is not None:
-            headers.append((b"x-simforge-call-id", call_id.encode()))
-        if extra:
-            headers.extend((k.lower().encode(), v.encode()) for k, v in extra.items())
+    async def _send(send: Send, answer: Answer) -> None:
+        status, headers, body = answer
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 
