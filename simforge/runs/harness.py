@@ -19,8 +19,8 @@ The episode ends when the conversation does, when the program finishes the sessi
 (then with its last message as the answer, if any), or at the wall-clock timeout (the program's
 process group is killed). Tools are answered by :func:`simforge.serve.app.create_app` (the same
 server ``simforge serve`` runs: errors, retry headers and connection resets as a real API shows
-them), in virtual time by default; a small ASGI layer in front of it adds the per-session token
-and keeps harnesses off the control plane (whose token would also reveal scores).
+them), in virtual time by default; the serve gate's access policy (:func:`harness_access`) keeps
+harnesses to their own session, off the control plane (whose token would also reveal scores).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Callable, MutableMapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from simforge.errors import PolicyUnavailable, UsageError
@@ -46,46 +46,27 @@ from simforge.policies.scripted import NOOP_ANSWER
 if TYPE_CHECKING:
     from simforge.env.core import SimforgeEnv
     from simforge.runs.episode import EpisodeOutcome
+    from simforge.serve.problems import Problem
 
 Scope = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 
-class HarnessGate:
-    """ASGI in front of the serve app: ``/s/{sid}/...`` (tools, messages, finish) is the serve
-    app's, which asks for that session's tool token; ``/sessions`` (the control plane), the
-    default sandbox and OpenEnv are closed to harnesses whatever token they send; discovery
-    (``/openapi.json``) stays open."""
+def harness_access(scope: Scope) -> Problem | None:
+    """The access policy of a harness's server (the serve gate applies it before anything
+    else): ``/s/{sid}/...`` (tools, messages, finish) is the serve app's, which asks for that
+    session's tool token; ``/sessions`` (the control plane, whose token would also reveal
+    scores), the default sandbox, the open tool plane, MCP and OpenEnv are closed to harnesses
+    whatever token they send; discovery (``/openapi.json``) stays open."""
+    from simforge.serve.problems import Problem
 
-    def __init__(self, app: Any) -> None:
-        self.app = app
-        self.loop: asyncio.AbstractEventLoop | None = None
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            self.loop = asyncio.get_running_loop()
-            await self.app(scope, receive, send)
-            return
-        if scope["type"] != "http":
-            await _answer(send, 404, {"error": "not served to harnesses"})
-            return
-        path: str = scope["path"]
-        if path.startswith("/s/default/"):
-            await _answer(send, 401, {"error": "harnesses reach their own session only"})
-            return
-        if path.startswith(("/sessions", "/ws", "/tools/", "/mcp")):
-            await _answer(send, 403, {"error": "harnesses reach their own session only"})
-            return
-        await self.app(scope, receive, send)
-
-
-async def _answer(send: Send, status: int, body: dict[str, Any]) -> None:
-    data = json.dumps(body).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"),
-                            (b"content-length", str(len(data)).encode())]})
-    await send({"type": "http.response.body", "body": data})
+    if scope["type"] != "http":
+        return Problem(404, "not_served", "not served to harnesses")
+    path: str = scope["path"]
+    if path.startswith("/s/default/"):
+        return Problem(401, "unauthorized", "harnesses reach their own session only")
+    if path.startswith(("/sessions", "/ws", "/tools/", "/mcp")):
+        return Problem(403, "forbidden", "harnesses reach their own session only")
+    return None
 
 
 class _Server:
@@ -97,11 +78,14 @@ class _Server:
         from simforge.serve.app import create_app
 
         user = getattr(env.user, "spec", None)
-        self.gate = HarnessGate(create_app(env.loaded, time_scale=time_scale, user=user))
-        config = uvicorn.Config(self.gate, host="127.0.0.1", port=0, log_level="warning",
+        self.app = create_app(env.loaded, time_scale=time_scale, user=user,
+                              refuse=harness_access)
+        config = uvicorn.Config(self.app, host="127.0.0.1", port=0, log_level="warning",
                                 lifespan="on", access_log=False)
         self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, name="simforge-harness",
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_until_complete,
+                                       args=(self.server.serve(),), name="simforge-harness",
                                        daemon=True)
         self.thread.start()
         deadline = time.monotonic() + 30
@@ -117,12 +101,13 @@ class _Server:
         async def call() -> Any:
             return fn()
 
-        assert self.gate.loop is not None
-        return asyncio.run_coroutine_threadsafe(call(), self.gate.loop).result(timeout=60)
+        return asyncio.run_coroutine_threadsafe(call(), self.loop).result(timeout=60)
 
     def close(self) -> None:
         self.server.should_exit = True
         self.thread.join(timeout=10)
+        if not self.thread.is_alive():
+            self.loop.close()
 
 
 class HarnessPolicy(PolicyBase):
@@ -154,7 +139,7 @@ class HarnessPolicy(PolicyBase):
         server = self._servers.get(env.scenario.id)
         if server is None:
             server = self._servers[env.scenario.id] = _Server(env, self.time_scale)
-        manager = server.gate.app.state.manager
+        manager = server.app.state.manager
         sid = f"h-{secrets.token_hex(8)}"
         served = server.run(lambda: manager.create(session_id=sid, task=task, seed=seed,
                                                    faults=faults))

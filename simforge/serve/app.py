@@ -39,7 +39,7 @@ from simforge.tools.pack import Pack
 
 from .agent_plane import agent_router
 from .control_plane import control_router
-from .guard import Gate
+from .guard import Gate, Refusal
 from .jsonrpc import JsonRpc, mcp_operation
 from .openenv import openenv_router
 from .problems import install_handlers
@@ -94,10 +94,12 @@ def create_app(
     faults: str | None = None,
     seed: int | None = None,
     user: str | None = None,
+    refuse: Refusal | None = None,
 ) -> SimforgeApp:
     """The server for ``target``. ``time_scale`` maps simulated seconds to wall seconds (0:
     answer at once); without ``token`` one is generated (``app.state.token``); ``user`` is the
-    simulated user of every session (a spec: ``scripted``, ``llm:MODEL``)."""
+    simulated user of every session (a spec: ``scripted``, ``llm:MODEL``); ``refuse`` is an
+    access policy the gate applies before anything else (:data:`~.guard.Refusal`)."""
     loaded = resolve_target(target)
     token = token or secrets.token_urlsafe(24)
     manager = SessionManager(loaded, time_scale=time_scale, limits=limits, user=user)
@@ -126,7 +128,7 @@ def create_app(
     )
     app.tool_plane = ToolPlane(manager)
     app.mcp = rpc
-    app.gate = Gate(app._routed, app.tool_plane, rpc, limits.max_body_bytes)
+    app.gate = Gate(app._routed, app.tool_plane, rpc, limits.max_body_bytes, refuse)
     app.state.manager = manager
     app.state.token = token
     install_handlers(app)

@@ -97,19 +97,36 @@ class _Counted:
         await self._send(message)
 
 
-class Gate:
-    """The ASGI layer in front of the application: every HTTP request's body held to
-    ``limit`` bytes, then the tool plane and MCP answered before ``app`` (FastAPI) routes
-    anything else. ``tool_plane(scope, receive, send, session, tool)`` and ``mcp(scope,
-    receive, send, session)`` are the hot paths' handlers."""
+Refusal = Callable[[Scope], Problem | None]
+"""An access policy: the problem to answer a request or WebSocket with before anything else
+sees it, or ``None`` to let it through (the external harness's: its own session only)."""
 
-    def __init__(self, app: App, tool_plane: Any, mcp: Any, limit: int) -> None:
+
+class Gate:
+    """The one ASGI layer in front of the application: an access policy (``refuse``), every
+    HTTP request's body held to ``limit`` bytes, then the tool plane and MCP answered before
+    ``app`` (FastAPI) routes anything else. ``tool_plane(scope, receive, send, session,
+    tool)`` and ``mcp(scope, receive, send, session)`` are the hot paths' handlers."""
+
+    def __init__(
+        self, app: App, tool_plane: Any, mcp: Any, limit: int, refuse: Refusal | None = None
+    ) -> None:
         self.app = app
         self.tool_plane = tool_plane
         self.mcp = mcp
         self.limit = limit
+        self.refuse = refuse
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.refuse is not None and scope["type"] in ("http", "websocket"):
+            problem = self.refuse(scope)
+            if problem is not None:
+                if scope["type"] == "http":
+                    await _send_problem(send, problem)
+                else:  # closed before the handshake is accepted: refused (HTTP 403)
+                    await send({"type": "websocket.close", "code": 1008,
+                                "reason": problem.detail[:120]})
+                return
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -146,8 +163,11 @@ class Gate:
 
     def wants(self, scope: Scope) -> bool:
         """Whether :meth:`now` may answer this request once its body is in: a ``POST`` to the
-        tool plane with a ``Content-Length`` within the limit (nothing else to count)."""
+        tool plane with a ``Content-Length`` within the limit (nothing else to count) that the
+        access policy lets through."""
         if scope["method"] != "POST" or route(scope["path"]) is None:
+            return False
+        if self.refuse is not None and self.refuse(scope) is not None:
             return False
         length = None
         for key, value in scope["headers"]:
