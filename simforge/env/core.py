@@ -263,12 +263,7 @@ class SimforgeEnv:
         session = self._require_session()
         fast = fast_calls(action)
         if fast is not None:
-            if self.strict_tools:
-                fast = [self._unstrict(session, c) for c in fast]
-            outcomes = session.step(fast)
-            if self._ending:
-                self._end_by_tool(session, outcomes)
-            return [o.observation() for o in outcomes], False
+            return self._calls(session, fast), False
         act = parse_action(action)
         if act.final_answer is not None:
             session.finish(act.final_answer, think=act.think, metadata=act.metadata)
@@ -288,6 +283,22 @@ class SimforgeEnv:
         assert act.message is not None
         self._dialogue.append(Turn("agent", act.message))
         return [], True
+
+    def step_calls(
+        self, calls: list[CallRequest]
+    ) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
+        """:meth:`step` of an action that is tool calls alone, given as the kernel's requests
+        (what :func:`~simforge.env.action.fast_calls` makes of one): a caller that has checked
+        the action's shape already does not pay for a second look at it."""
+        return self._answer(self._calls(self._require_session(), calls), None)
+
+    def _calls(self, session: Session, calls: list[CallRequest]) -> list[dict[str, Any]]:
+        if self.strict_tools:
+            calls = [self._unstrict(session, c) for c in calls]
+        outcomes = session.step(calls)
+        if self._ending:
+            self._end_by_tool(session, outcomes)
+        return [o.observation() for o in outcomes]
 
     @staticmethod
     def _unstrict(session: Session, call: CallRequest) -> CallRequest:
