@@ -108,6 +108,7 @@ class SimforgeEnv:
         self._dialogue: list[Turn] = []
         self._last_text: str | None = None
         self._ending: frozenset[str] = frozenset()
+        self._endings: dict[int, tuple[ToolCatalog, frozenset[str]]] = {}
         self._surface_version = 0
 
     @property
@@ -165,6 +166,14 @@ class SimforgeEnv:
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, Any], dict[str, Any]]:
+        info = self.start(seed=seed, options=options)
+        return self.initial_observation(), info
+
+    def start(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """:meth:`reset` without building its observation, for a caller that builds it itself
+        (:meth:`initial_observation`) or does not need it: the reset's info."""
         options = dict(options or {})
         unknown = set(options) - set(RESET_OPTIONS)
         if unknown:
@@ -197,7 +206,11 @@ class SimforgeEnv:
             record_limit=self.record_limit,
             catalog=self.pack.catalog,
         )
-        self._ending = frozenset(n for n, t in tools.items() if t.spec.ends_conversation)
+        ending = self._endings.get(id(tools))
+        if ending is None or ending[0] is not tools:  # once per catalog, not per reset
+            ending = self._endings[id(tools)] = (
+                tools, frozenset(n for n, t in tools.items() if t.spec.ends_conversation))
+        self._ending = ending[1]
         self._score = None
         self._trajectory = None
         self._dialogue = [Turn("user", task.instruction)]
@@ -205,18 +218,24 @@ class SimforgeEnv:
         self._surface_version = 0
         self._episodes += 1
         self.user.reset(task, seed=seed, scenario=self.scenario.id)
-        return self.initial_observation(), self._info()
+        return self._info()
 
-    def initial_observation(self) -> dict[str, Any]:
+    def initial_observation(self, catalog_tools: bool = True) -> dict[str, Any]:
         """What ``reset`` shows the agent: the instruction, the tools the task offers and the
-        policy (rebuilt on demand: a served session need not keep it)."""
+        policy (rebuilt on demand: a served session need not keep it).
+
+        ``catalog_tools=False``: ``tools`` is ``None`` when they are the task's catalog as it
+        is (no surface faults, no strict mode), for a caller that sends that from a cache of
+        its own (the server's reset observation); tools a surface or strict mode changes are
+        built as always."""
         task = self.task
         assert task is not None, "call reset() first"
         session = self.session
         surface = session.surface if session is not None else None
         strict = self.strict_tools
         tools = surface.to_openai(0.0, strict=strict) if surface is not None else (
-            self.loaded.tools(task.id).to_openai(strict=strict))
+            self.loaded.tools(task.id).to_openai(strict=strict)
+            if catalog_tools or strict else None)
         return {
             "task": {"id": task.id, "instruction": task.instruction},
             "tools": tools,

@@ -278,6 +278,8 @@ def reset_observation(
     observation = {**obs, "session_id": served.id, "episode_id": served.episode_id}
     env = served.env
     if served.session.surface is None and not env.strict_tools:
+        # in place of the tools (or of the None that initial_observation(catalog_tools=False)
+        # left for them)
         observation["tools"], observation["tools_id"] = catalog_json(env.tools)
         if sent is not None:
             _by_reference(observation, "tools", sent)
@@ -540,13 +542,13 @@ def openenv_router(manager: SessionManager, token: str, rpc: JsonRpc) -> APIRout
                 seed=body.seed, task=body.task, faults=body.faults, episode_id=body.episode_id
             )
             previous = None
-            obs = served.initial_observation()
+            obs = served.initial_observation(catalog_tools=False)
         else:
             previous = served.episode_id
             async with served.lock:
                 served, obs, _ = manager.reset(
                     served.id, seed=body.seed, task=body.task, faults=body.faults,
-                    episode_id=body.episode_id,
+                    episode_id=body.episode_id, catalog_tools=False,
                 )
         episodes.remember(served, previous, body.episode_id is None)
         observation = reset_observation(served, obs)
@@ -822,5 +824,5 @@ def _reset(
             raise Problem(422, "invalid_reset", f"{name}: expected a string",
                           errors=[{"field": f"body.{name}", "expected": "string"}])
     _, obs, _ = manager.reset(served.id, seed=seed, task=task, faults=faults,
-                              episode_id=episode_id)
+                              episode_id=episode_id, catalog_tools=False)
     return _observation(reset_observation(served, obs, sent), None, False)
