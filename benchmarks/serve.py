@@ -44,6 +44,12 @@ uvicorn's default accepts it); rotated rounds, messages per second and per serve
 
     .venv/bin/python benchmarks/serve.py --only rest,openenv --rounds 5 --duration 5
 
+**The ``/ws`` handler alone** (``--only openenv-handler``): the direct path's handler in
+process, no socket, CPU microseconds per message of the same episodes over 32 sessions, in a
+fresh process per round pinned to the server's CPU, alternating with ``--baseline-root``.
+
+    .venv/bin/python benchmarks/serve.py --only openenv-handler --rounds 7 --baseline-root DIR
+
 ``--baseline-root DIR`` adds, to both parts, ``simforge serve`` run from another checkout (the
 commit before a change: ``git archive <commit> | tar -x -C DIR``), interleaved with the rest.
 """
@@ -941,6 +947,69 @@ def openenv_side_by_side(args: argparse.Namespace, port: int = 18196) -> dict[st
             "summary": summary, "raw": rounds}
 
 
+WS_HANDLER_LOOP = r"""
+import gc, json, sys, time
+from simforge.serve.app import create_app
+from simforge.serve import openenv
+
+frames, batches, episodes = json.loads(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+manager = create_app("acme/refund-damaged-order-v1", time_scale=0.0, token="t").state.manager
+sessions = [(manager.create(), set()) for _ in range(32)]
+
+def batch(n):
+    count, t0 = 0, time.process_time()
+    for _ in range(n):
+        for served, sent in sessions:
+            for frame in frames:
+                reply = openenv._message_now(manager, served, sent, frame)
+                if reply is None or not reply.startswith(b'{"type":"observation"'):
+                    raise SystemExit(f"not answered on the direct path: {reply!r:.300}")
+                count += 1
+    return (time.process_time() - t0) / count * 1e6
+
+batch(2)
+print(json.dumps([batch(episodes) for _ in range(batches)]))
+"""
+"""The ``/ws`` direct path's handler alone (``openenv._message_now``, no socket): 32 sessions
+played round robin with :func:`openenv_frames`, CPU microseconds per message, per batch."""
+
+
+def openenv_handler(args: argparse.Namespace, batches: int = 5,
+                    episodes: int = 10) -> dict[str, object]:
+    """The ``/ws`` handler's cost per message in process, this checkout and (with
+    ``--baseline-root``) the other one alternating, ``--rounds`` rounds of a fresh process each
+    (pinned to the server's CPU, the collector as Python leaves it): per round the median of
+    ``batches`` batches; per checkout the median over rounds and min-max, and the ratio to the
+    baseline taken within each round."""
+    roots = {"this checkout": ROOT}
+    if args.baseline_root:
+        roots["baseline"] = Path(args.baseline_root).resolve()
+    frames = json.dumps([f.decode() for f in openenv_frames()])
+    rounds: list[dict[str, float]] = []
+    for r in range(args.rounds):
+        order = list(roots.items())
+        order = order[r % len(order):] + order[:r % len(order)]
+        got = {}
+        for label, root in order:
+            out = subprocess.run(
+                ["taskset", "-c", SERVER_CPU, str(PY), "-c", WS_HANDLER_LOOP, frames,
+                 str(batches), str(episodes)],
+                cwd=tempfile.gettempdir(), env={**os.environ, "PYTHONPATH": str(root)},
+                capture_output=True, text=True, check=True)
+            got[label] = median(json.loads(out.stdout))
+        rounds.append(got)
+    summary = {}
+    for label in roots:
+        values = [r[label] for r in rounds]
+        summary[label] = {"us_per_message": median(values), "min": min(values),
+                          "max": max(values)}
+        if "baseline" in roots and label != "baseline":
+            ratios = [r[label] / r["baseline"] for r in rounds]
+            summary[label]["vs_baseline"] = {"median": median(ratios), "min": min(ratios),
+                                             "max": max(ratios)}
+    return {"rounds": rounds, "summary": summary, "load_average": os.getloadavg()}
+
+
 def print_openenv(ws: dict[str, Any]) -> None:
     table(f"OpenEnv /ws beside a Starlette WebSocket echo ({ws['rounds']} rotated rounds "
           f"of {ws['duration_s']} s, {ws['connections']} connections, episodes of a reset "
@@ -1142,6 +1211,10 @@ def main() -> None:
         report["rest"] = rest_side_by_side(args, tmp)
     if "openenv" in names:
         report["openenv"] = openenv_side_by_side(args)
+    if "openenv-handler" in names:
+        report["openenv_handler"] = handler = openenv_handler(args)
+        print("/ws handler in process, us per message (median over rounds, min-max):",
+              json.dumps(handler["summary"]), "load average", handler["load_average"])
     if "load" in names:
         report["load_500x20"] = load_500(18194, processes=args.load_processes,
                                          client_cpus=args.load_cpus)

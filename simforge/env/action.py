@@ -95,18 +95,21 @@ def parse_action(raw: Any) -> Action:
         raise ActionError(f"action.{where}: {first['msg']}") from None
 
 
+_CALL_KEYS = frozenset({"name", "arguments", "id"})
+
+
 def fast_calls(raw: Any) -> list[CallRequest] | None:
     """The common shape checked by hand, straight to kernel requests:
     ``{"tool_calls": [{"name": str, "arguments": dict, "id"?: str}]}``. ``None`` for anything
     else, which takes the validating path of :func:`parse_action` (both accept the same calls)."""
-    if type(raw) is not dict or raw.keys() != {"tool_calls"}:
+    if type(raw) is not dict or len(raw) != 1 or "tool_calls" not in raw:
         return None
     calls = raw["tool_calls"]
     if type(calls) is not list or not calls:
         return None
     out = []
     for call in calls:
-        if type(call) is not dict or not (call.keys() <= {"name", "arguments", "id"}):
+        if type(call) is not dict or not (call.keys() <= _CALL_KEYS):
             return None
         name, args, id = call.get("name"), call.get("arguments", {}), call.get("id")
         if type(name) is not str or type(args) is not dict or not (id is None or type(id) is str):

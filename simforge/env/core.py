@@ -108,6 +108,7 @@ class SimforgeEnv:
         self._dialogue: list[Turn] = []
         self._last_text: str | None = None
         self._ending: frozenset[str] = frozenset()
+        self._endings: dict[int, tuple[ToolCatalog, frozenset[str]]] = {}
         self._surface_version = 0
 
     @property
@@ -165,6 +166,14 @@ class SimforgeEnv:
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, Any], dict[str, Any]]:
+        info = self.start(seed=seed, options=options)
+        return self.initial_observation(), info
+
+    def start(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """:meth:`reset` without building its observation, for a caller that builds it itself
+        (:meth:`initial_observation`) or does not need it: the reset's info."""
         options = dict(options or {})
         unknown = set(options) - set(RESET_OPTIONS)
         if unknown:
@@ -197,7 +206,11 @@ class SimforgeEnv:
             record_limit=self.record_limit,
             catalog=self.pack.catalog,
         )
-        self._ending = frozenset(n for n, t in tools.items() if t.spec.ends_conversation)
+        ending = self._endings.get(id(tools))
+        if ending is None or ending[0] is not tools:  # once per catalog, not per reset
+            ending = self._endings[id(tools)] = (
+                tools, frozenset(n for n, t in tools.items() if t.spec.ends_conversation))
+        self._ending = ending[1]
         self._score = None
         self._trajectory = None
         self._dialogue = [Turn("user", task.instruction)]
@@ -205,18 +218,24 @@ class SimforgeEnv:
         self._surface_version = 0
         self._episodes += 1
         self.user.reset(task, seed=seed, scenario=self.scenario.id)
-        return self.initial_observation(), self._info()
+        return self._info()
 
-    def initial_observation(self) -> dict[str, Any]:
+    def initial_observation(self, catalog_tools: bool = True) -> dict[str, Any]:
         """What ``reset`` shows the agent: the instruction, the tools the task offers and the
-        policy (rebuilt on demand: a served session need not keep it)."""
+        policy (rebuilt on demand: a served session need not keep it).
+
+        ``catalog_tools=False``: ``tools`` is ``None`` when they are the task's catalog as it
+        is (no surface faults, no strict mode), for a caller that sends that from a cache of
+        its own (the server's reset observation); tools a surface or strict mode changes are
+        built as always."""
         task = self.task
         assert task is not None, "call reset() first"
         session = self.session
         surface = session.surface if session is not None else None
         strict = self.strict_tools
         tools = surface.to_openai(0.0, strict=strict) if surface is not None else (
-            self.loaded.tools(task.id).to_openai(strict=strict))
+            self.loaded.tools(task.id).to_openai(strict=strict)
+            if catalog_tools or strict else None)
         return {
             "task": {"id": task.id, "instruction": task.instruction},
             "tools": tools,
@@ -263,12 +282,7 @@ class SimforgeEnv:
         session = self._require_session()
         fast = fast_calls(action)
         if fast is not None:
-            if self.strict_tools:
-                fast = [self._unstrict(session, c) for c in fast]
-            outcomes = session.step(fast)
-            if self._ending:
-                self._end_by_tool(session, outcomes)
-            return [o.observation() for o in outcomes], False
+            return self._calls(session, fast), False
         act = parse_action(action)
         if act.final_answer is not None:
             session.finish(act.final_answer, think=act.think, metadata=act.metadata)
@@ -288,6 +302,22 @@ class SimforgeEnv:
         assert act.message is not None
         self._dialogue.append(Turn("agent", act.message))
         return [], True
+
+    def step_calls(
+        self, calls: list[CallRequest]
+    ) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
+        """:meth:`step` of an action that is tool calls alone, given as the kernel's requests
+        (what :func:`~simforge.env.action.fast_calls` makes of one): a caller that has checked
+        the action's shape already does not pay for a second look at it."""
+        return self._answer(self._calls(self._require_session(), calls), None)
+
+    def _calls(self, session: Session, calls: list[CallRequest]) -> list[dict[str, Any]]:
+        if self.strict_tools:
+            calls = [self._unstrict(session, c) for c in calls]
+        outcomes = session.step(calls)
+        if self._ending:
+            self._end_by_tool(session, outcomes)
+        return [o.observation() for o in outcomes]
 
     @staticmethod
     def _unstrict(session: Session, call: CallRequest) -> CallRequest:

@@ -44,6 +44,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
+import re
 import weakref
 from typing import Any
 
@@ -54,12 +55,14 @@ from starlette.responses import Response
 
 from simforge import jsonio
 from simforge.env.action import Action, fast_calls
+from simforge.sim.session import CallRequest
 from simforge.tools.pack import ToolCatalog
 
 from .control_plane import (
     MAX_SEED,
     _json,
     env_step,
+    env_step_calls_now,
     env_step_now,
     session_info,
     token_dependency,
@@ -275,6 +278,8 @@ def reset_observation(
     observation = {**obs, "session_id": served.id, "episode_id": served.episode_id}
     env = served.env
     if served.session.surface is None and not env.strict_tools:
+        # in place of the tools (or of the None that initial_observation(catalog_tools=False)
+        # left for them)
         observation["tools"], observation["tools_id"] = catalog_json(env.tools)
         if sent is not None:
             _by_reference(observation, "tools", sent)
@@ -537,13 +542,13 @@ def openenv_router(manager: SessionManager, token: str, rpc: JsonRpc) -> APIRout
                 seed=body.seed, task=body.task, faults=body.faults, episode_id=body.episode_id
             )
             previous = None
-            obs = served.initial_observation()
+            obs = served.initial_observation(catalog_tools=False)
         else:
             previous = served.episode_id
             async with served.lock:
                 served, obs, _ = manager.reset(
                     served.id, seed=body.seed, task=body.task, faults=body.faults,
-                    episode_id=body.episode_id,
+                    episode_id=body.episode_id, catalog_tools=False,
                 )
         episodes.remember(served, previous, body.episode_id is None)
         observation = reset_observation(served, obs)
@@ -701,8 +706,61 @@ def _message_now(
     if (served.time_scale > 0 or served.lock.locked()
             or manager.sessions.get(served.id) is not served):
         return None
+    calls = fast_step(raw)
+    if calls is not None:
+        try:
+            return _step_reply(*env_step_calls_now(served, calls))
+        except Exception as exc:
+            return _failed("step", exc)
     reply = _triage(manager, served, raw)
     return reply if isinstance(reply, bytes) else _answer_now(manager, served, sent, *reply)
+
+
+STEP_KEYS = frozenset({"type", "data"})
+_LONG_DIGITS = re.compile(r"\d{19}", re.ASCII)
+""":data:`~.problems._LONG_NUMBER` for a ``str``: a message with 19 digits in a row may hold
+an integer beyond 64 bits, which only :func:`~.problems.parse_json` answers."""
+
+
+def fast_step(raw: str) -> list[CallRequest] | None:
+    """The common message of a trainer, ``{"type": "step", "data": {"tool_calls": [{"name",
+    "arguments"?, "id"?}, ...]}}`` (an empty ``metadata`` beside the calls allowed), read with
+    orjson alone and checked by hand, its calls as the kernel's requests. ``None`` for
+    anything else, including what :func:`~.problems.parse_json` might refuse (more brackets
+    than :data:`~simforge.jsonio.MAX_DEPTH`, a run of 19 digits, JSON orjson refuses): that
+    goes through :func:`_triage` and the action's parser, which answer it as before. What this
+    accepts, the full path accepts as the same calls (``tests/serve/test_ws_fast.py``)."""
+    if raw.count("{") + raw.count("[") > jsonio.MAX_DEPTH or _LONG_DIGITS.search(raw):
+        return None
+    try:
+        message = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    if type(message) is not dict or message.keys() != STEP_KEYS or message["type"] != "step":
+        return None
+    data = message["data"]
+    if type(data) is dict and len(data) == 2 and "metadata" in data and not data["metadata"]:
+        data = {"tool_calls": data.get("tool_calls")}  # _plain_action drops an empty one
+    return fast_calls(data)
+
+
+def _step_reply(
+    obs: dict[str, Any], reward: float, terminated: bool, truncated: bool, info: dict[str, Any]
+) -> bytes:
+    """:func:`_observation` of :func:`_step_observation` of a step's answer, the same bytes,
+    built in place in the step's own (fresh) observation and info rather than in copies."""
+    score = info.pop("score", None)
+    if score is not None:
+        info["passed"] = score.get("passed")
+        info["failed"] = score.get("failed")
+    obs["terminated"] = terminated
+    obs["truncated"] = truncated
+    obs["info"] = info
+    return orjson.dumps(
+        {"type": "observation", "data": {"observation": obs, "reward": float(reward),
+                                         "done": bool(terminated or truncated)}},
+        default=repr,
+    )
 
 
 def _answer_now(
@@ -766,5 +824,5 @@ def _reset(
             raise Problem(422, "invalid_reset", f"{name}: expected a string",
                           errors=[{"field": f"body.{name}", "expected": "string"}])
     _, obs, _ = manager.reset(served.id, seed=seed, task=task, faults=faults,
-                              episode_id=episode_id)
+                              episode_id=episode_id, catalog_tools=False)
     return _observation(reset_observation(served, obs, sent), None, False)

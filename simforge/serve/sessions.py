@@ -106,19 +106,24 @@ class ServedSession:
         self.last_used = clock()
 
     def reset(
-        self, seed: int | None, options: dict[str, Any], episode_id: str | None = None
+        self, seed: int | None, options: dict[str, Any], episode_id: str | None = None,
+        catalog_tools: bool = True,
     ) -> tuple[dict[str, Any], Any]:
-        obs, info = self.env.reset(seed=seed, options=options)
+        """``env.reset``; ``catalog_tools``: as :meth:`initial_observation`'s."""
+        info = self.env.start(seed=seed, options=options)
+        obs = self.env.initial_observation(catalog_tools)
         self.touch()
         self.wall_anchor = time.monotonic()
         self.answers.clear()
         self.episode_id = episode_id or uuid.uuid4().hex
         return obs, info
 
-    def initial_observation(self) -> dict[str, Any]:
+    def initial_observation(self, catalog_tools: bool = True) -> dict[str, Any]:
         """What ``reset`` showed the agent (instruction, tools, policy), rebuilt on demand
-        rather than kept: an idle session should cost only its World overlay and clock."""
-        return self.env.initial_observation()
+        rather than kept: an idle session should cost only its World overlay and clock.
+        ``catalog_tools=False``: the task's own catalog left out (``None``), for
+        :func:`~.openenv.reset_observation`, which sends its cached JSON instead."""
+        return self.env.initial_observation(catalog_tools)
 
     def think_for_wall_clock(self) -> float:
         """In real-time mode, the simulated seconds that passed on the wall since the last answer
@@ -381,6 +386,7 @@ class SessionManager:
         task: str | None = None,
         faults: str | None = None,
         episode_id: str | None = None,
+        catalog_tools: bool = True,
     ) -> tuple[ServedSession, dict[str, Any], dict[str, Any]]:
         served = self.get(session_id)
         options: dict[str, Any] = {}
@@ -390,7 +396,7 @@ class SessionManager:
             options["faults"] = faults
         check_fault_name(faults, served.env.loaded)
         try:
-            obs, info = served.reset(seed, options, episode_id)
+            obs, info = served.reset(seed, options, episode_id, catalog_tools)
         except NotFound as exc:
             raise Problem(
                 422,
