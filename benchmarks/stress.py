@@ -91,6 +91,63 @@ def stress(config: Any, workers: int, url: str) -> dict[str, float]:
             "wall": wall}
 
 
+def timed_store(*args: Any) -> tuple[float, float]:
+    """``store_cells(*args)`` in a pool worker: this process's CPU clock before and after."""
+    from simforge.runs.worker import store_cells
+
+    start = time.process_time()
+    store_cells(*args)
+    return start, time.process_time()
+
+
+def alternating(the_plan: Any, config: Any, url: str) -> dict[str, float]:
+    """Chunk by chunk, taking turns: a chunk played in this process (``play_episode``, as
+    *in-process*), then the next handed to one forked pool worker that plays and stores it
+    (``store_cells``, as ``stress`` does). Both see the machine's load of the same second, so
+    the per-core figure does not measure how the load moved between two whole runs. The
+    worker's CPU is its clock from its first chunk's start to its last chunk's end: the chunks,
+    their pickling both ways, and nothing before."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from simforge.runs.episode import play_episode
+    from simforge.runs.local import _context, _init_worker
+    from simforge.runs.matrix import chunks
+    from simforge.runs.runner import prepare
+    from simforge.runs.store import RunStore
+    from simforge.runs.worker import _env, _policy
+
+    store = RunStore(url)
+    prepared = prepare(store, config)
+    store.upgrade()
+    agent, refs, profiles = _policy(config.policy), the_plan.refs, the_plan.profiles
+    parts = chunks(the_plan.cells, 1)
+    mine, played, stored = 0.0, 0, 0
+    clocks: list[tuple[float, float]] = []
+    t0 = time.perf_counter()
+    with ProcessPoolExecutor(max_workers=1, mp_context=_context(refs, None),
+                             initializer=_init_worker, initargs=(os.getpid(),)) as pool:
+        pool.submit(os.getpid).result()  # forked before the first turn
+        for i, part in enumerate(parts):
+            if i % 2 == 0:
+                cpu0 = time.thread_time()
+                for c in part:
+                    play_episode(_env(refs[c.scenario]), agent, seed=c.seed, task=c.task,
+                                 faults=profiles.get(c.profile) or c.profile,
+                                 policy_seed=c.policy_seed)
+                mine += time.thread_time() - cpu0
+                played += len(part)
+            else:
+                clocks.append(pool.submit(timed_store, part, refs, config.policy, True,
+                                          profiles, None, store.url, prepared.run_id).result())
+                stored += len(part)
+    wall = time.perf_counter() - t0
+    n = store.count(prepared.run_id)
+    store.close()
+    assert n == stored, (n, stored)
+    return {"eps": (played + stored) / wall, "parent_ms": mine / played * 1e3,
+            "workers_ms": (clocks[-1][1] - clocks[0][0]) / stored * 1e3, "wall": wall}
+
+
 COLD = """
 import json, sys, time
 t0, c0 = time.perf_counter(), time.process_time()
@@ -136,6 +193,13 @@ def cpu_share(run: dict[str, dict[str, float]], runner: bool = False) -> float:
     return run["in-process"]["parent_ms"] / (one["workers_ms"] + runner * one["parent_ms"])
 
 
+def turn_share(run: dict[str, dict[str, float]], runner: bool = False) -> float:
+    """The same, chunk by chunk taking turns (:func:`alternating`); the runner's CPU per
+    episode is the 1-worker run's."""
+    turns = run["turns"]
+    return turns["parent_ms"] / (turns["workers_ms"] + runner * run["1 worker"]["parent_ms"])
+
+
 def cells(values: list[float], fmt: str) -> str:
     """``median | min-max`` of ``values``."""
     mid, lo, hi = (fmt.format(v) for v in (statistics.median(values), min(values), max(values)))
@@ -157,7 +221,7 @@ def main() -> None:
     parser.add_argument("--cold", action="store_true", help="also time a fresh process's start")
     args = parser.parse_args()
     sizes = sorted({1, *(int(w) for w in args.workers.split(","))})
-    contenders = ["in-process", *(f"{w} worker{'s' * (w > 1)}" for w in sizes)]
+    contenders = ["in-process", *(f"{w} worker{'s' * (w > 1)}" for w in sizes), "turns"]
     load = [os.getloadavg()[0]]
     if args.tree:
         trees = [t.resolve() for t in args.tree]
@@ -167,7 +231,8 @@ def main() -> None:
                 by_tree[tree] += one_tree(tree, args)
                 load.append(os.getloadavg()[0])
                 print(f"run {r + 1}/{args.runs} {tree.name}: per core by CPU "
-                      f"{cpu_share(by_tree[tree][-1]):.2f}", file=sys.stderr, flush=True)
+                      f"{cpu_share(by_tree[tree][-1]):.2f}, taking turns "
+                      f"{turn_share(by_tree[tree][-1]):.2f}", file=sys.stderr, flush=True)
         print(f"load average (1 min) {min(load):.1f}-{max(load):.1f} over the sitting")
         for tree in trees:
             print(f"\n### {tree.name} ({tree})")
@@ -237,13 +302,17 @@ def measure(args: argparse.Namespace, contenders: list[str]) -> list[dict[str, d
             for name in contenders[r % len(contenders):] + contenders[:r % len(contenders)]:
                 if name == "in-process":
                     run[name] = in_process(the_plan, args.policy)
+                elif name == "turns":
+                    run[name] = alternating(the_plan, config,
+                                            store_url(args.store, Path(tmp), pg))
                 else:
                     workers = int(name.split()[0])
                     run[name] = stress(config, workers, store_url(args.store, Path(tmp), pg))
             runs.append(run)
             line = ", ".join(f"{c} {run[c]['eps']:,.0f}" for c in contenders)
             print(f"run {r + 1}/{args.runs}: {line} episodes/s; per core by CPU "
-                  f"{cpu_share(run):.2f}", file=sys.stderr, flush=True)
+                  f"{cpu_share(run):.2f}, taking turns {turn_share(run):.2f}",
+                  file=sys.stderr, flush=True)
     if schema is not None:
         drop_schema(os.environ["SIMFORGE_TEST_PG_URL"], schema)
     return runs
@@ -254,7 +323,8 @@ def summary(runs: list[dict[str, dict[str, float]]], contenders: list[str]) -> N
     print(f"\nmedian and range over {len(runs)} runs:\n")
     print("| setup | episodes/s | range | per core / in-process | range | CPU ms/episode |")
     print("|---|---:|---:|---:|---:|---:|")
-    for name in contenders:
+    pools = [name for name in contenders if name != "turns"]
+    for name in pools:
         eps = [run[name]["eps"] for run in runs]
         width = 1 if name == "in-process" else int(name.split()[0])
         share = [e / width / b for e, b in zip(eps, base, strict=True)]
@@ -269,7 +339,12 @@ def summary(runs: list[dict[str, dict[str, float]]], contenders: list[str]) -> N
           f"{cells([cpu_share(run) for run in runs], '{:.2f}').replace(' | ', ', range ')}; "
           "with the runner's ms: "
           f"{cells([cpu_share(run, True) for run in runs], '{:.2f}').replace(' | ', ', range ')}")
-    print("CPU ms per episode, median and range (this process + workers):")
+    print("per core taking turns chunk by chunk, in-process ms / the worker's ms: "
+          f"{cells([turn_share(run) for run in runs], '{:.2f}').replace(' | ', ', range ')}; "
+          "with the runner's ms: "
+          f"{cells([turn_share(run, True) for run in runs], '{:.2f}').replace(' | ', ', range ')}")
+    print("CPU ms per episode, median and range (this process + workers; taking turns: "
+          "playing in this process, and the worker):")
     for name in contenders:
         parent = [run[name]["parent_ms"] for run in runs]
         kids = [run[name]["workers_ms"] for run in runs]

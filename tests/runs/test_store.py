@@ -66,6 +66,26 @@ def test_a_cell_is_never_stored_twice(store_url, records):
     store.close()
 
 
+def test_a_stored_trajectory_parses_to_the_episode_played(mini):
+    """The worker stores a trajectory's JSON without the fields its recorder never set: it
+    parses to the very episode that was played, faults, world changes and all."""
+    from simforge.runs.episode import play_episode
+    from simforge.runs.worker import _env, _policy, to_record
+    from simforge.trace.episode import Episode
+
+    the_plan = plan(RunConfig(scenarios=[mini], policy="oracle", profiles=["flaky-network"],
+                              seeds=3).with_baseline())
+    checked = 0
+    for cell in the_plan.cells:
+        outcome = play_episode(_env(the_plan.refs[cell.scenario]), _policy("oracle"),
+                               seed=cell.seed, task=cell.task, faults=cell.profile)
+        text = trajectory_text(None, to_record(cell, outcome, 0.0)["trajectory"])
+        assert text is not None
+        assert Episode.model_validate_json(text) == outcome.trajectory
+        checked += bool(outcome.trajectory.simulation and outcome.trajectory.simulation.faults)
+    assert checked, "flaky-network should fire in some episode"
+
+
 def test_trajectories_stream_back_as_native_json(store_url, records):
     from simforge.trace.episode import Episode
 
