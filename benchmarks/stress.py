@@ -13,6 +13,9 @@ process, so that every run sees the machine as the others around it do:
   local pool, every episode committed to a fresh store), timed from the first cell handed out to
   the last episode committed, the pool's start-up included (workers are forked from this
   process, with the environments already loaded).
+- *turns*: chunks taking turns between this process (played only, as *in-process*) and one
+  forked pool worker (played and stored, as ``stress`` does), so that the two costs per episode
+  are measured under the same second's load (see :func:`alternating`).
 
 Figures: episodes/s (wall clock) with the median and the range over runs; per core, a pool's
 episodes/s divided by its workers and by the in-process figure of the same run; the scaling
