@@ -1,22 +1,30 @@
-"""The run store: runs, episodes, verdicts, steps (tool calls) and injected faults, as SQLModel
-tables in SQLite (a file, WAL) or PostgreSQL (by URL).
+"""The run store: runs and episodes (each with its verdicts, tool calls and injected faults), as
+SQLModel tables in SQLite (a file, WAL) or PostgreSQL (by URL).
 
 Durability is per batch: the episodes that arrive together (a worker's chunk) are written in
-one transaction (each with its verdicts, its calls, its faults), so a runner killed with SIGKILL
-loses only episodes not yet committed, and an episode is whole or absent. ``UNIQUE(run_id,
-key)`` makes a second copy of a cell impossible, so a resumed run (or two drivers racing on one
-run) can never double-count.
+one transaction, so a runner killed with SIGKILL loses only episodes not yet committed, and an
+episode is whole or absent. ``UNIQUE(run_id, key)`` makes a second copy of a cell impossible,
+so a resumed run (or two drivers racing on one run) can never double-count.
 
-Writing is on the runner's critical path (one process writes what every worker plays), so rows
-go to the database driver as plain tuples in one ``executemany`` per table, with the JSON
-columns already serialised (orjson); SQLAlchemy's per-row parameter processing, let alone the
-ORM's unit of work, would cost more than the episode. The tables are still the ones SQLModel
-declares, and reading goes through SQLAlchemy Core.
+Writing costs whoever plays the episodes (a pool worker writes its own chunk), so an episode
+is one row: its verdicts, faults and calls are JSON lists in columns of that row
+(``verdicts``, ``faults``, ``calls``), not a dozen rows of other tables and a query for the
+new episode's id. Rows go to the database driver as plain tuples in one ``executemany``, with
+the JSON already serialised (orjson); SQLAlchemy's per-row parameter processing, let alone
+the ORM's unit of work, would cost more than the episode. The tables are still the ones
+SQLModel declares, and reading goes through SQLAlchemy Core.
 
-A trajectory is stored zlib-compressed (``trajectory_z``, under a third of its JSON), by the
-worker that played it; rows written before that keep theirs as text (``trajectory``), and
-reading returns the JSON text either way. A store made before the column existed is read as it
-is, and gains the column the first time it is written to.
+A trajectory is stored compressed (``trajectory_z``: a zstd frame, under a third of its JSON;
+zlib in rows written before zstd), by the worker that played it; rows written before
+compression keep theirs as text (``trajectory``), and reading returns the JSON text any way.
+
+Stores made by older versions are read as they are: episodes whose details are rows of the
+``verdicts``, ``steps`` and ``faults`` tables read back exactly as those written since (the
+same fields, in the same order, without the rows' own ids), including within one run resumed
+across versions. Such a store gains the new columns the first time it is written to; the old
+tables are kept for its old rows and no longer written.
+(An older version reading a store written since finds no verdicts, calls or faults for the
+new episodes: it reads only the old tables.)
 
 Opening a store checks it rather than guessing: a store that cannot be reached raises
 :class:`StoreError` naming it (password hidden); ``create=False`` (what reading commands use)
@@ -32,6 +40,7 @@ from __future__ import annotations
 
 import re
 import secrets
+import sys
 import threading
 import time
 import zlib
@@ -62,6 +71,11 @@ from sqlmodel import Field, SQLModel, create_engine
 from simforge.config import NotFound
 from simforge.errors import InfrastructureError
 from simforge.jsonio import dumps
+
+if sys.version_info >= (3, 14):
+    from compression import zstd
+else:
+    from backports import zstd
 
 Record = dict[str, Any]
 """An episode's row as a worker builds it (:func:`simforge.runs.worker.play_cell`)."""
@@ -120,10 +134,22 @@ class EpisodeRow(StoreBase, table=True):
     trajectory: str | None = Field(default=None, sa_column=Column(Text))
     """The native trajectory JSON, as rows written before ``trajectory_z`` keep it."""
     trajectory_z: bytes | None = Field(default=None, sa_column=Column(LargeBinary))
-    """The native trajectory JSON, zlib-compressed."""
+    """The native trajectory JSON compressed (zstd; zlib in rows of older versions)."""
+    verdicts: list[dict[str, Any]] | None = Field(default=None, sa_column=Column(JSON))
+    """The episode's verdicts in order, each ``name``, ``category``, ``passed``, ``score``,
+    ``evidence``; ``None`` in rows written before this column (theirs are ``verdicts`` rows)."""
+    faults: list[dict[str, Any]] | None = Field(default=None, sa_column=Column(JSON))
+    """The faults injected, each ``kind``, ``tool``, ``call_id``, ``call_index``, ``sim_time``,
+    ``rule``; ``None`` in rows written before this column (theirs are ``faults`` rows)."""
+    calls: list[dict[str, Any]] | None = Field(default=None, sa_column=Column(JSON))
+    """The tool calls in order, each ``call_id``, ``tool``, ``ok``, ``status``, ``started_at``,
+    ``ended_at``; ``None`` in rows written before this column (theirs are ``steps`` rows)."""
 
 
 class VerdictRow(StoreBase, table=True):
+    """A verdict of an episode written before ``episodes.verdicts`` held them (read, never
+    written: likewise :class:`StepRow` and :class:`FaultRow`)."""
+
     __tablename__ = "verdicts"
 
     id: int | None = Field(default=None, primary_key=True)
@@ -170,33 +196,70 @@ VERDICTS: Table = VerdictRow.__table__  # type: ignore[attr-defined]
 STEPS: Table = StepRow.__table__  # type: ignore[attr-defined]
 FAULTS: Table = FaultRow.__table__  # type: ignore[attr-defined]
 TRAJECTORY_COLUMNS = ("trajectory", "trajectory_z")
-_SUMMARY_COLUMNS = [c for c in EPISODES.columns if c.name not in TRAJECTORY_COLUMNS]
+DETAIL_COLUMNS = ("verdicts", "faults", "calls")
+"""An episode's verdicts, faults and calls, each a JSON list in the episode's own row."""
+ADDED_COLUMNS = ("trajectory_z", *DETAIL_COLUMNS)
+"""Episode columns that stores made by older versions lack; the first write adds them."""
+_SUMMARY_COLUMNS = [c for c in EPISODES.columns
+                    if c.name not in TRAJECTORY_COLUMNS and c.name not in DETAIL_COLUMNS]
 _EPISODE_FIELDS = [c.name for c in _SUMMARY_COLUMNS if c.name not in ("id", "run_id",
                                                                      "finished_at")]
-"""An episode row's fields as a record carries them (the trajectory, the run and the time of
-writing are added by the store)."""
+"""An episode row's fields as a record carries them (the trajectory, the details, the run and
+the time of writing are added by the store)."""
 _EPISODE_JSON = frozenset(c.name for c in EPISODES.columns if isinstance(c.type, JSON))
-_VERDICT_COLUMNS = ("episode_id", "name", "category", "passed", "score", "evidence")
-_STEP_COLUMNS = ("episode_id", "idx", "call_id", "tool", "ok", "status", "started_at", "ended_at")
-_FAULT_COLUMNS = ("episode_id", "kind", "tool", "call_id", "call_index", "sim_time", "rule")
+
+
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+"""How a zstd frame starts; the zlib streams older versions stored start with 0x78."""
+_compressors = threading.local()
 
 
 def compress_trajectory(text: str) -> bytes:
-    """A trajectory's native JSON as the store keeps it. Level 1: 30% of the JSON where the
-    default level 6 gives 27%, for 0.05 ms an episode instead of 0.07 (an Acme episode plays
-    in about 0.8 ms)."""
-    return zlib.compress(text.encode(), 1)
+    """A trajectory's native JSON as the store keeps it: a zstd frame at level 1, 29% of the
+    JSON, in 0.026 ms for an Acme episode's 4.8 kB where zlib at its fastest level took 0.064
+    for 30% (measured side by side under load; an Acme episode plays in about 1.5 ms). One
+    compressor per thread, reused: a new one per call costs as much again."""
+    compressor = getattr(_compressors, "zstd", None)
+    if compressor is None:
+        compressor = _compressors.zstd = zstd.ZstdCompressor(level=1)
+    packed: bytes = compressor.compress(text.encode(), mode=zstd.ZstdCompressor.FLUSH_FRAME)
+    return packed
 
 
 def trajectory_text(text: str | None, packed: bytes | None) -> str | None:
-    """The native JSON of a stored trajectory, from whichever column holds it."""
-    if packed is not None:
-        return zlib.decompress(packed).decode()
-    return text
+    """The native JSON of a stored trajectory, from whichever column holds it, compressed by
+    this version (zstd) or an older one (zlib)."""
+    if packed is None:
+        return text
+    if bytes(packed[:4]) == _ZSTD_MAGIC:
+        return zstd.decompress(packed).decode()
+    return zlib.decompress(packed).decode()
 
 
 def _json(value: Any) -> str:
     return dumps(value, option=_JSON_OPTIONS).decode()
+
+
+def _details(record: Record) -> tuple[str, str, str]:
+    """A record's verdicts, faults and calls as its episode row keeps them (JSON): each item
+    with the fields, and the types, that the rows of older stores had."""
+    verdicts = [
+        {"name": v["name"], "category": v["category"], "passed": bool(v["passed"]),
+         "score": float(v["score"]), "evidence": v.get("evidence") or {}}
+        for v in record.get("verdicts") or ()
+    ]
+    faults = [
+        {"kind": f["kind"], "tool": f["tool"], "call_id": f.get("call_id"),
+         "call_index": f["call_index"], "sim_time": float(f["sim_time"]), "rule": f.get("rule")}
+        for f in record.get("faults") or ()
+    ]
+    calls = [
+        {"call_id": c["call_id"], "tool": c["tool"], "ok": bool(c["ok"]),
+         "status": c.get("status"), "started_at": c.get("started_at"),
+         "ended_at": c.get("ended_at")}
+        for c in record.get("calls") or ()
+    ]
+    return _json(verdicts), _json(faults), _json(calls)
 
 
 def normalise_url(url: str) -> str:
@@ -262,7 +325,7 @@ class RunStore:
                 raise StoreError(
                     f"{self.display_url} is not a simforge run store (no {RUNS.name!r} table)"
                 )
-            self._zipped = _has_column(self.engine, EPISODES.name, "trajectory_z")
+            self._added = _columns(self.engine, EPISODES.name) & set(ADDED_COLUMNS)
         except (SQLAlchemyError, ImportError, StoreError) as exc:
             engine = getattr(self, "engine", None)
             if engine is not None:
@@ -324,6 +387,9 @@ class RunStore:
         return [self.add_episodes(run_id, [r])[0] for r in records]
 
     def _write(self, conn: Connection, run_id: str, records: Sequence[Record]) -> None:
+        """One row per episode, its verdicts, faults and calls in it (JSON lists), in one
+        ``executemany``: rows elsewhere would be a dozen inserts an episode (12.5 verdicts on
+        average) and a query for the new episodes' ids, more than the rest of the write."""
         sql = _Statements.of(self.engine)
         now = time.time()
         episodes = []
@@ -334,52 +400,28 @@ class RunStore:
             trajectory = record.get("trajectory")
             if isinstance(trajectory, str):
                 trajectory = compress_trajectory(trajectory)
-            episodes.append((*row, run_id, now, trajectory))
+            episodes.append((*row, *_details(record), run_id, now, trajectory))
         conn.exec_driver_sql(sql.episodes, episodes)
-        keys = [r["key"] for r in records]
-        ids: dict[str, int] = {}
-        for i in range(0, len(keys), 500):
-            part = keys[i : i + 500]
-            found = conn.exec_driver_sql(sql.ids(len(part)), (run_id, *part))
-            ids.update((key, episode_id) for key, episode_id in found)
-        verdicts, calls, faults = [], [], []
-        for record in records:
-            episode_id = ids[record["key"]]
-            verdicts += [
-                (episode_id, v["name"], v["category"], v["passed"], v["score"],
-                 _json(v.get("evidence") or {}))
-                for v in record.get("verdicts") or ()
-            ]
-            calls += [
-                (episode_id, i, c["call_id"], c["tool"], c["ok"], c.get("status"),
-                 c.get("started_at"), c.get("ended_at"))
-                for i, c in enumerate(record.get("calls") or ())
-            ]
-            faults += [
-                (episode_id, f["kind"], f["tool"], f.get("call_id"), f["call_index"],
-                 f["sim_time"], f.get("rule"))
-                for f in record.get("faults") or ()
-            ]
-        for statement, rows in ((sql.verdicts, verdicts), (sql.steps, calls),
-                                (sql.faults, faults)):
-            if rows:
-                conn.exec_driver_sql(statement, rows)
 
     def upgrade(self) -> None:
-        """Give a store made before compressed trajectories their column, before writing to
-        it (the first write does this itself; a concurrent writer may have done it first)."""
-        if self._zipped:
+        """Give a store made by an older version the episode columns it lacks (compressed
+        trajectories, an episode's details in its row), before writing to it (the first write
+        does this itself; a concurrent writer may have done it first)."""
+        if len(self._added) == len(ADDED_COLUMNS):
             return
-        column = EPISODES.c.trajectory_z
-        kind = column.type.compile(dialect=self.engine.dialect)
-        try:
-            with self.engine.begin() as conn:
-                conn.exec_driver_sql(
-                    f"ALTER TABLE {EPISODES.name} ADD COLUMN {column.name} {kind}")
-        except SQLAlchemyError:
-            if not _has_column(self.engine, EPISODES.name, column.name):
-                raise
-        self._zipped = True
+        for name in ADDED_COLUMNS:
+            if name in self._added:
+                continue
+            column = EPISODES.c[name]
+            kind = column.type.compile(dialect=self.engine.dialect)
+            try:
+                with self.engine.begin() as conn:
+                    conn.exec_driver_sql(
+                        f"ALTER TABLE {EPISODES.name} ADD COLUMN {column.name} {kind}")
+            except SQLAlchemyError:
+                if name not in _columns(self.engine, EPISODES.name):
+                    raise
+            self._added.add(name)
 
     def update_run(self, run_id: str, *, config: dict[str, Any], total: int) -> None:
         """A run whose plan grew (``stress --resume RUN --attribute``): its new config and
@@ -440,34 +482,48 @@ class RunStore:
         """Every stored episode of the run (without trajectories), in key order; with
         ``details``, each carries its ``verdicts``, ``faults`` and ``calls``."""
         table = EPISODES
+        compact = [table.c[name] for name in self._present(DETAIL_COLUMNS)] if details else []
         with self.engine.connect() as conn:
             rows = conn.execute(
-                select(*_SUMMARY_COLUMNS)
+                select(*_SUMMARY_COLUMNS, *compact)
                 .where(table.c.run_id == run_id)
                 .order_by(table.c.key)
             )
             episodes = [dict(r._mapping) for r in rows]
             if not details:
                 return episodes
-            by_id = {e["id"]: e for e in episodes}
+            older: dict[int, dict[str, Any]] = {}
             for e in episodes:
-                e["verdicts"], e["faults"], e["calls"] = [], [], []
-            ids = select(table.c.id).where(table.c.run_id == run_id)
-            for name, ct in (("verdicts", VERDICTS), ("faults", FAULTS), ("calls", STEPS)):
-                for r in conn.execute(select(ct).where(ct.c.episode_id.in_(ids)).order_by(ct.c.id)):
-                    item = dict(r._mapping)
-                    by_id[item.pop("episode_id")][name].append(item)
+                if e.get("verdicts") is None:  # written before its row held its details
+                    e["verdicts"], e["faults"], e["calls"] = [], [], []
+                    older[e["id"]] = e
+                else:
+                    e["calls"] = [{"idx": i, **c} for i, c in enumerate(e["calls"])]
+            if older:
+                ids = select(table.c.id).where(table.c.run_id == run_id)
+                if compact:
+                    ids = ids.where(table.c.verdicts.is_(None))
+                for name, ct in (("verdicts", VERDICTS), ("faults", FAULTS), ("calls", STEPS)):
+                    query = (select(*(c for c in ct.columns if c.name != "id"))
+                             .where(ct.c.episode_id.in_(ids)).order_by(ct.c.id))
+                    for r in conn.execute(query):
+                        item = dict(r._mapping)
+                        older[item.pop("episode_id")][name].append(item)
         return episodes
+
+    def _present(self, names: Sequence[str]) -> list[str]:
+        """Those of the episode columns ``names`` that this store has (a writer may have
+        added them since it was opened)."""
+        if not self._added.issuperset(names):
+            self._added = _columns(self.engine, EPISODES.name) & set(ADDED_COLUMNS)
+        return [name for name in names if name in self._added]
 
     def _trajectory_columns(self) -> list[Any]:
         """The columns a stored trajectory may be in: the text of rows written before
         compression, and the compressed form (when the store has that column: a writer may
         have added it since this store was opened)."""
         table = EPISODES
-        if not self._zipped:
-            self._zipped = _has_column(self.engine, table.name, table.c.trajectory_z.name)
-        return [table.c.trajectory, table.c.trajectory_z] if self._zipped else [
-            table.c.trajectory]
+        return [table.c.trajectory, *(table.c[n] for n in self._present(["trajectory_z"]))]
 
     def trajectories_of(self, run_id: str, keys: Iterable[str]) -> dict[str, str]:
         """The native trajectory JSON of the run's episodes with these cell keys (those that
@@ -504,9 +560,13 @@ class RunStore:
                 yield row, text
 
 
-def _has_column(engine: Engine, table: str, column: str) -> bool:
+def _columns(engine: Engine, table: str) -> set[str]:
     found = inspect(engine)
-    return found.has_table(table) and column in {c["name"] for c in found.get_columns(table)}
+    return {c["name"] for c in found.get_columns(table)} if found.has_table(table) else set()
+
+
+def _has_column(engine: Engine, table: str, column: str) -> bool:
+    return column in _columns(engine, table)
 
 
 class _Statements:
@@ -519,21 +579,12 @@ class _Statements:
 
     def __init__(self, mark: str) -> None:
         self.mark = mark
-        names = [*_EPISODE_FIELDS, "run_id", "finished_at", "trajectory_z"]
+        names = [*_EPISODE_FIELDS, *DETAIL_COLUMNS, "run_id", "finished_at", "trajectory_z"]
         self.episodes = self._insert(EPISODES.name, names)
-        self.verdicts = self._insert(VERDICTS.name, _VERDICT_COLUMNS)
-        self.steps = self._insert(STEPS.name, _STEP_COLUMNS)
-        self.faults = self._insert(FAULTS.name, _FAULT_COLUMNS)
 
     def _insert(self, table: str, names: Sequence[str]) -> str:
         quoted = ", ".join(f'"{n}"' for n in names)
         return f"INSERT INTO {table} ({quoted}) VALUES ({', '.join([self.mark] * len(names))})"
-
-    def ids(self, n: int) -> str:
-        """The ids of ``n`` cells of a run, by key."""
-        marks = ", ".join([self.mark] * n)
-        return (f'SELECT "key", id FROM {EPISODES.name} '
-                f'WHERE run_id = {self.mark} AND "key" IN ({marks})')
 
     @classmethod
     def of(cls, engine: Engine) -> _Statements:

@@ -147,7 +147,13 @@ def to_record(
     says more than the class name ``llm``). Its trajectory is compressed here, in the worker
     that played it, as the store keeps it (:func:`simforge.runs.store.trajectory_text` reads
     it back): the runner's one writing process then neither compresses it nor receives four
-    times its size."""
+    times its size.
+
+    The trajectory's JSON leaves out the fields its recorder never set (``exclude_unset``),
+    not every field equal to its default (``exclude_defaults``, what ``export`` writes): the
+    same episode when parsed, for 5% more text, where comparing each field with a default
+    built for the purpose took pydantic as long again as the serialising (0.09 ms against
+    0.05 an Acme episode, about 3% of playing it)."""
     from simforge.runs.store import compress_trajectory
 
     result, trajectory = outcome.result, outcome.trajectory
@@ -190,7 +196,7 @@ def to_record(
             }
             for c in trajectory.tool_calls
         ],
-        "trajectory": compress_trajectory(trajectory.model_dump_json(exclude_defaults=True))
+        "trajectory": compress_trajectory(trajectory.model_dump_json(exclude_unset=True))
         if trajectories else None,
     }
 

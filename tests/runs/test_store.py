@@ -7,12 +7,13 @@ import zlib
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sqlalchemy import func, select, update
+from sqlalchemy import func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from simforge.config import NotFound
 from simforge.runs.matrix import RunConfig, plan
 from simforge.runs.store import (
+    DETAIL_COLUMNS,
     EPISODES,
     FAULTS,
     STEPS,
@@ -63,6 +64,26 @@ def test_a_cell_is_never_stored_twice(store_url, records):
     other = store.create_run({}, policy="oracle", total=1)
     assert store.add_episode(other, records[0]) is True  # unique per run, not globally
     store.close()
+
+
+def test_a_stored_trajectory_parses_to_the_episode_played(mini):
+    """The worker stores a trajectory's JSON without the fields its recorder never set: it
+    parses to the very episode that was played, faults, world changes and all."""
+    from simforge.runs.episode import play_episode
+    from simforge.runs.worker import _env, _policy, to_record
+    from simforge.trace.episode import Episode
+
+    the_plan = plan(RunConfig(scenarios=[mini], policy="oracle", profiles=["flaky-network"],
+                              seeds=3).with_baseline())
+    checked = 0
+    for cell in the_plan.cells:
+        outcome = play_episode(_env(the_plan.refs[cell.scenario]), _policy("oracle"),
+                               seed=cell.seed, task=cell.task, faults=cell.profile)
+        text = trajectory_text(None, to_record(cell, outcome, 0.0)["trajectory"])
+        assert text is not None
+        assert Episode.model_validate_json(text) == outcome.trajectory
+        checked += bool(outcome.trajectory.simulation and outcome.trajectory.simulation.faults)
+    assert checked, "flaky-network should fire in some episode"
 
 
 def test_trajectories_stream_back_as_native_json(store_url, records):
@@ -162,6 +183,7 @@ def test_a_grown_plan_and_the_trajectories_of_some_cells(store_url, records):
 @given(st.text())
 def test_a_compressed_trajectory_reads_back_as_its_text(text):
     assert trajectory_text(None, compress_trajectory(text)) == text
+    assert trajectory_text(None, zlib.compress(text.encode(), 1)) == text  # an older version's
     assert trajectory_text(text, None) == text  # a row written before compression
     assert trajectory_text(None, None) is None
 
@@ -177,17 +199,23 @@ def test_trajectories_are_stored_compressed_and_read_back_exactly(store_url, rec
     texts = dict((row["key"], text) for row, text in store.trajectories(run_id))
     for r in records:
         assert bytes(raw[r["key"]]) == r["trajectory"]
-        assert texts[r["key"]] == zlib.decompress(r["trajectory"]).decode()
+        assert texts[r["key"]] == trajectory_text(None, r["trajectory"])
     some = store.trajectories_of(run_id, [records[0]["key"]])
     assert some == {records[0]["key"]: texts[records[0]["key"]]}
+    key = records[1]["key"]  # as the version before zstd compressed it
+    with store.engine.begin() as conn:
+        conn.execute(update(EPISODES).where(EPISODES.c.key == key).values(
+            trajectory_z=zlib.compress(texts[key].encode(), 1)))
+    assert dict((row["key"], text) for row, text in store.trajectories(run_id)) == texts
+    assert store.trajectories_of(run_id, [key]) == {key: texts[key]}
     store.close()
 
 
 def test_an_episode_that_cannot_be_written_is_absent_whole(store_url, records):
-    """A batch is one transaction: when one of its episodes breaks a constraint (here a call
-    without its id), none of that episode's rows are left behind, and the batch's other
-    episodes are still stored, each whole."""
-    broken = {**records[2], "calls": [{**records[2]["calls"][0], "call_id": None}]}
+    """A batch is one transaction: when one of its episodes breaks a constraint (here an
+    episode without its scenario), nothing of that episode is left behind, and the batch's
+    other episodes are still stored, each whole."""
+    broken = {**records[2], "scenario": None}
     batch = [*records[:2], broken, records[3]]
     store = RunStore(store_url)
     run_id = store.create_run({}, policy="oracle", total=len(batch))
@@ -198,6 +226,7 @@ def test_an_episode_that_cannot_be_written_is_absent_whole(store_url, records):
     for r in records[:2]:
         e = stored[r["key"]]
         assert len(e["verdicts"]) == len(r["verdicts"]) and len(e["calls"]) == len(r["calls"])
+        assert len(e["faults"]) == len(r["faults"])
     with store.engine.connect() as conn:
         for table in (VERDICTS, STEPS, FAULTS):
             orphans = conn.execute(select(func.count()).select_from(table).where(
@@ -208,15 +237,69 @@ def test_an_episode_that_cannot_be_written_is_absent_whole(store_url, records):
 
 
 def _as_an_old_store(url: str) -> None:
-    """The store at ``url`` as simforge wrote it before ``trajectory_z``: text trajectories,
-    and no such column."""
+    """The store at ``url`` as simforge wrote it before ``trajectory_z`` and before an
+    episode's row held its details: text trajectories, verdicts, calls and faults as rows of
+    their own tables, and none of those columns."""
     store = RunStore(url)
+    columns = [EPISODES.c.id, EPISODES.c.trajectory_z, *(EPISODES.c[n] for n in DETAIL_COLUMNS)]
     with store.engine.begin() as conn:
-        rows = conn.execute(select(EPISODES.c.id, EPISODES.c.trajectory_z)).all()
-        for episode_id, packed in rows:
+        rows = conn.execute(select(*columns).order_by(EPISODES.c.id)).all()
+        for episode_id, packed, verdicts, faults, calls in rows:
             conn.execute(update(EPISODES).where(EPISODES.c.id == episode_id).values(
                 trajectory=trajectory_text(None, packed)))
-        conn.exec_driver_sql(f"ALTER TABLE {EPISODES.name} DROP COLUMN trajectory_z")
+            for table, items in ((VERDICTS, verdicts), (FAULTS, faults), (STEPS, calls)):
+                for i, item in enumerate(items):
+                    extra = {"idx": i} if table is STEPS else {}
+                    conn.execute(insert(table).values(episode_id=episode_id, **extra, **item))
+        for name in ("trajectory_z", *DETAIL_COLUMNS):
+            conn.exec_driver_sql(f"ALTER TABLE {EPISODES.name} DROP COLUMN {name}")
+    store.close()
+
+
+def _same(episodes: list[dict]) -> list[dict]:
+    """Episodes without what differs between two runs of them (ids, times)."""
+    return [{k: v for k, v in e.items() if k not in ("id", "run_id", "wall_s", "finished_at")}
+            for e in episodes]
+
+
+def test_an_episodes_details_read_back_alike_from_its_row_and_from_older_rows(
+        store_url, mini, harsh_profile):
+    """A run resumed in a store written by an older version holds episodes of both kinds
+    (details in rows of their own, details in the episode's row): every reader gets from it
+    what it gets from the same run written whole by this version, and the report's figures are
+    the same."""
+    from simforge.report.stored import load_run
+    from simforge.runs.runner import execute, prepare
+
+    config = RunConfig(scenarios=[mini], policy="oracle", seeds=3,
+                       profiles=[harsh_profile]).with_baseline()
+    store = RunStore(store_url)
+    whole = prepare(store, config)
+    execute(store, whole, workers=0)
+    half = prepare(store, config)
+    half.todo = half.todo[: len(half.todo) // 2]
+    execute(store, half, workers=0)
+    store.close()
+    _as_an_old_store(store_url)
+
+    store = RunStore(store_url, create=False)
+    old = store.episodes(half.run_id)
+    assert len(old) == len(half.todo) and all(e["verdicts"] for e in old)
+    resumed = prepare(store, resume=half.run_id)
+    assert len(resumed.todo) == len(resumed.plan) - len(old)
+    execute(store, resumed, workers=0)  # the first write adds the columns
+    assert _has_column(store.engine, EPISODES.name, "verdicts")
+    expected, mixed = store.episodes(whole.run_id), store.episodes(half.run_id)
+    assert _same(mixed) == _same(expected)
+    assert any(e["faults"] for e in old) and any(e["calls"] for e in old)
+    assert _same(store.episodes(half.run_id, details=False)) == _same(
+        store.episodes(whole.run_id, details=False))
+    assert ([_same([row])[0] for row, _ in store.trajectories(half.run_id)]
+            == [_same([row])[0] for row, _ in store.trajectories(whole.run_id)])
+    runs = [load_run(store, run_id) for run_id in (whole.run_id, half.run_id)]
+    timed = ("run_id", "wall_s")  # the summary's, as they differ between two runs
+    assert {k: v for k, v in runs[0][3].items() if k not in timed} == {
+        k: v for k, v in runs[1][3].items() if k not in timed}
     store.close()
 
 
