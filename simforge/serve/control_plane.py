@@ -152,24 +152,13 @@ async def env_step(served: ServedSession, action: Any) -> dict[str, Any]:
     return _answer(obs, reward, terminated, truncated, info)
 
 
-def env_step_now(served: ServedSession, action: Any) -> dict[str, Any]:
-    """:func:`env_step` without a coroutine, for what cannot wait: virtual time (scale 0), a
-    free lock and an action that asks nothing of the simulated user (plain tool calls). The
-    caller checks those; nothing here awaits, so no other request interleaves with it."""
-    _steppable(served)
-    try:
-        obs, reward, terminated, truncated, info = served.env.step(action)
-    except (ActionError, SessionClosed) as exc:
-        raise _step_problem(served, exc) from None
-    served.touch()
-    return _answer(obs, reward, terminated, truncated, info)
-
-
 def env_step_calls_now(
     served: ServedSession, calls: list[CallRequest]
 ) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
-    """:func:`env_step_now` of tool calls already read as the kernel's requests
-    (:func:`~simforge.env.action.fast_calls`): ``env.step_calls``' own tuple, nothing copied."""
+    """:func:`env_step` without a coroutine, for what cannot wait: virtual time (scale 0), a
+    free lock and plain tool calls, already read as the kernel's requests
+    (:func:`~simforge.env.action.fast_calls`). The caller checks those; nothing here awaits, so
+    no other request interleaves with it. ``env.step_calls``' own tuple, nothing copied."""
     _steppable(served)
     try:
         answer = served.env.step_calls(calls)

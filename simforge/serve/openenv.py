@@ -63,7 +63,6 @@ from .control_plane import (
     _json,
     env_step,
     env_step_calls_now,
-    env_step_now,
     session_info,
     token_dependency,
     token_matches,
@@ -306,22 +305,26 @@ def state(served: ServedSession) -> dict[str, Any]:
     return {"step_count": info["steps"], **info}
 
 
-def _step_observation(answer: dict[str, Any]) -> tuple[dict[str, Any], float, bool]:
-    """The trainer's view of a step: observation, reward, done. Verdict evidence (which may
-    quote expected values) stays on the control plane; only the names of failed checks pass."""
-    info = dict(answer["info"])
+def _trainer_view(
+    obs: dict[str, Any], reward: float, terminated: bool, truncated: bool, info: dict[str, Any]
+) -> tuple[dict[str, Any], float, bool]:
+    """The trainer's view of a step: observation, reward, done, built in ``obs`` and ``info``
+    themselves (the caller's own copies). Verdict evidence (which may quote expected values)
+    stays on the control plane; only the names of failed checks pass."""
     score = info.pop("score", None)
     if score is not None:
         info["passed"] = score.get("passed")
         info["failed"] = score.get("failed")
-    obs = {
-        **answer["observation"],
-        "terminated": answer["terminated"],
-        "truncated": answer["truncated"],
-        "info": info,
-    }
-    done = bool(answer["terminated"] or answer["truncated"])
-    return obs, float(answer["reward"]), done
+    obs["terminated"] = terminated
+    obs["truncated"] = truncated
+    obs["info"] = info
+    return obs, float(reward), bool(terminated or truncated)
+
+
+def _step_observation(answer: dict[str, Any]) -> tuple[dict[str, Any], float, bool]:
+    """:func:`_trainer_view` of a step's answer as the control plane gives it, on copies."""
+    return _trainer_view(dict(answer["observation"]), answer["reward"], answer["terminated"],
+                         answer["truncated"], dict(answer["info"]))
 
 
 def _tool_result(payload: Any, is_error: bool) -> dict[str, Any]:
@@ -747,20 +750,9 @@ def fast_step(raw: str) -> list[CallRequest] | None:
 def _step_reply(
     obs: dict[str, Any], reward: float, terminated: bool, truncated: bool, info: dict[str, Any]
 ) -> bytes:
-    """:func:`_observation` of :func:`_step_observation` of a step's answer, the same bytes,
-    built in place in the step's own (fresh) observation and info rather than in copies."""
-    score = info.pop("score", None)
-    if score is not None:
-        info["passed"] = score.get("passed")
-        info["failed"] = score.get("failed")
-    obs["terminated"] = terminated
-    obs["truncated"] = truncated
-    obs["info"] = info
-    return orjson.dumps(
-        {"type": "observation", "data": {"observation": obs, "reward": float(reward),
-                                         "done": bool(terminated or truncated)}},
-        default=repr,
-    )
+    """The reply to a step answered now, built in the step's own (fresh) observation and info
+    rather than in copies: the bytes :func:`_observation` of :func:`_step_observation` gives."""
+    return _observation(*_trainer_view(obs, reward, terminated, truncated, info))
 
 
 def _answer_now(
@@ -773,9 +765,9 @@ def _answer_now(
         if kind == "state":
             return _state(served)
         if kind == "step" and "type" not in data:
-            action = _plain_action(data)
-            if fast_calls(action) is not None:
-                return _observation(*_step_observation(env_step_now(served, action)))
+            calls = fast_calls(_plain_action(data))
+            if calls is not None:
+                return _step_reply(*env_step_calls_now(served, calls))
     except Exception as exc:
         return _failed(kind, exc)
     return None
