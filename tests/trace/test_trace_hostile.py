@@ -179,13 +179,11 @@ def test_deep_documents_cost_memory_linear_in_their_size(
     path.write_bytes(b"[" * levels if kind == "open" else deep_text(levels, kind))
     for fmt in (None, "openai", "tau_bench"):
         tracemalloc.start()
-        start = time.perf_counter()
         try:
             result = _run(path, format=fmt)
             peak = tracemalloc.get_traced_memory()[1]
         finally:
             tracemalloc.stop()
-        assert time.perf_counter() - start < 10
         assert peak < 30 * 1024 * 1024 + 20 * path.stat().st_size
         assert result.episodes == 0 and result.rejected >= 1
 
