@@ -1,5 +1,10 @@
-"""Many sessions in one process, each isolated: 500 sessions x 20 calls over a real socket,
-zero errors and zero cross-session leaks."""
+"""Many sessions in one process, each isolated: 500 concurrent sessions x 8 calls over a real
+socket, zero errors and zero cross-session leaks.
+
+Isolation and errors are what this asserts; 8 calls a session (4 writes, 3 reads, the read-back)
+reach every session's state as 20 did at less than half the client's CPU (the httpx client, not
+the server, is most of this test's time). The 500 x 20 load figure is the benchmark's
+(``benchmarks/serve.py --only load``, from several processes)."""
 
 from __future__ import annotations
 
@@ -13,8 +18,8 @@ from simforge.serve.sessions import Limits
 from .conftest import AUTH, MINI
 
 SESSIONS = 500
-CALLS = 20
-NOTES = 10
+CALLS = 8
+NOTES = 4
 
 
 async def _one_session(c: httpx.AsyncClient, i: int) -> list[str]:
@@ -62,7 +67,7 @@ async def _load(url: str) -> tuple[list[str], int]:
 
 
 @pytest.mark.slow
-def test_500_sessions_x_20_calls_no_errors_no_leaks(live_server):
+def test_500_sessions_x_8_calls_no_errors_no_leaks(live_server):
     live = live_server(MINI)
     problems, listed = asyncio.run(_load(live.url))
     assert problems == []
