@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Annotated
 
 import pytest
 from pydantic import BaseModel, create_model
@@ -165,3 +166,31 @@ def test_an_edited_pack_file_gets_its_own_schemas(tmp_path):
     source = folder / "pack.py"
     source.write_text(source.read_text().replace('tier: str = "gold"', "tier: int = 1"))
     assert tier()["type"] == "integer"
+
+
+def test_a_return_type_schema_is_made_once_and_each_tool_owns_its_copy():
+    import importlib
+
+    tool_module = importlib.import_module("simforge.tools.tool")
+    tool_module._return_schema_json.cache_clear()
+
+    def one(ctx, value: int) -> dict[str, list[int]]:
+        """One."""
+        return {}
+
+    def two(ctx, value: int) -> dict[str, list[int]]:
+        """Two."""
+        return {}
+
+    def odd(ctx, value: int) -> Annotated[int, {"unhashable": []}]:  # made for itself
+        """Odd."""
+        return 1
+
+    first, second, third = tool(one), tool(two), tool(odd)
+    assert first.spec.output_schema == second.spec.output_schema == {
+        "type": "object", "additionalProperties": {"type": "array", "items": {"type": "integer"}}}
+    first.spec.output_schema["type"] = "changed"
+    assert second.spec.output_schema["type"] == "object"
+    assert tool_module._return_schema(dict[str, list[int]])["type"] == "object"
+    assert third.spec.output_schema == {"type": "integer"}
+    assert tool_module._return_schema_json.cache_info().misses == 1  # Annotated: not cached
