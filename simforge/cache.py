@@ -14,7 +14,9 @@ cache), the source of simforge itself and the versions of the libraries that sha
 them is a new key; nothing is ever invalidated in place. Entries are written atomically (a
 temporary sibling renamed onto the name), so two processes filling the same entry at once both
 leave a whole file, and a reader never sees half of one. An entry that does not read back
-(truncated by a full disk, edited, from another format version) is a miss, and is overwritten.
+(truncated by a full disk or a power cut, edited, from another format version) is a miss, and
+is overwritten; so entries are not flushed to disk before the rename (``fsync`` was most of the
+CPU time of writing one: 33 scenario ids cost 48 ms with it, 8 ms without).
 
 The cache is local and trusted like the pack's own files: an entry is JSON checked for its
 format and key, not validated again row by row (that is the work it saves). Values over
@@ -178,7 +180,7 @@ def store(namespace: str, key: str, value: Any) -> bool:
     if len(data) > MAX_ENTRY_BYTES:
         return False
     try:
-        atomic.write_bytes(path, data)
+        atomic.write_bytes(path, data, sync=False)  # a torn entry reads as a miss
     except OSError:
         return False
     return True

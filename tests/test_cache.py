@@ -183,3 +183,21 @@ def test_the_source_digest_is_the_bytes_remembered_by_times(tmp_path, cache_dir,
     assert digest() != first
     monkeypatch.setenv("SIMFORGE_CACHE", "off")
     assert digest() == cache._source_digest(package, cache._listing(package, ".py"))
+
+
+def test_an_entry_is_renamed_into_place_without_flushing_to_disk(cache_dir, monkeypatch):
+    """A cache entry that does not read back is a miss, so it is not worth two ``fsync`` calls;
+    other atomic outputs still flush (a run's results must survive a crash)."""
+    from simforge import atomic
+
+    synced: list[int] = []
+    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(fd))
+    assert cache.store("x", "k" * 64, {"a": 1})
+    assert synced == [] and cache.load("x", "k" * 64) == {"a": 1}
+    assert not [p for p in cache_dir.rglob("*") if p.name.endswith(".tmp")]
+    atomic.write_bytes(cache_dir / "result.json", b"{}")
+    assert len(synced) == 2  # the file, then its folder
+    path = cache._path("x", "k" * 64)
+    assert path is not None
+    path.write_bytes(b'{"format": "simforge-cache/1", "key": "')  # torn by a power cut
+    assert cache.load("x", "k" * 64) is None
