@@ -4,10 +4,10 @@ error naming the file, the line, the field path, what is allowed and what was fo
 YAML from outside is bounded before anything walks it: aliases make a few kilobytes stand for
 an exponential tree (a "billion laughs" file), which PyYAML builds as shared objects but which
 validation, scoring and any dump would then walk in full. The composed node graph is measured
-first (its size with every alias expanded, counted in linear time with memoisation, and its
-depth), and a file over :data:`MAX_YAML_NODES` or :data:`MAX_YAML_DEPTH` is refused in
-milliseconds, naming the limit. The file is parsed once (compose, then construct from the
-nodes), not twice.
+first (its size with every alias expanded and its depth: counted by walking it while that
+stays small, else in linear time with memoisation), and a file over :data:`MAX_YAML_NODES` or
+:data:`MAX_YAML_DEPTH` is refused in milliseconds, naming the limit. The file is parsed
+once (compose, then construct from the nodes), not twice.
 """
 
 from __future__ import annotations
@@ -85,8 +85,40 @@ def compose(text: str, path: Path | str, error: type[ConfigError] = ConfigError)
     return node
 
 
+_WALK_NODES = 100_000
+"""Nodes :func:`_bounded` counts by walking before it measures instead (milliseconds)."""
+
+
 def _bounded(root: yaml.Node, path: Path | str, error: type[ConfigError]) -> None:
-    """Refuse a node graph that expands past the limits; linear in the distinct nodes."""
+    """Refuse a node graph that expands past the limits. Walking it level by level, aliases
+    expanded, counts what :func:`_measured` computes, in a tenth of the time for a file the
+    size of a scenario (parsing the 33 on a cold cache spent some 0.1 s measuring): a graph
+    within the depth limit and :data:`_WALK_NODES` is settled so; any other (a large file, an
+    alias bomb, one over a limit) is measured, linear in its distinct nodes, which names the
+    node over a limit."""
+    mapping, sequence = yaml.MappingNode, yaml.SequenceNode
+    budget = min(_WALK_NODES, MAX_YAML_NODES)
+    level: list[yaml.Node] = [root]
+    depth = count = 0
+    while level:
+        depth += 1
+        count += len(level)
+        if depth > MAX_YAML_DEPTH or count > budget:
+            return _measured(root, path, error)
+        below: list[yaml.Node] = []
+        for node in level:
+            if isinstance(node, mapping):
+                for pair in node.value:
+                    below.extend(pair)
+            elif isinstance(node, sequence):
+                below.extend(node.value)
+        level = below
+    return None
+
+
+def _measured(root: yaml.Node, path: Path | str, error: type[ConfigError]) -> None:
+    """The graph's size with every alias expanded, per node (memoised) and its depth; the first
+    node over a limit is refused, naming its line."""
     size: dict[int, int] = {}
     stack: list[tuple[yaml.Node, int, bool]] = [(root, 1, False)]
     while stack:

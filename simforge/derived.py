@@ -15,6 +15,7 @@ loop under one function name), the key is ambiguous: each is computed, and none 
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -28,12 +29,18 @@ NAMESPACE = "schemas"
 _local = threading.local()
 
 
+IMPORTED = "<imported>"
+"""The marker an entry holds once an import of its pack folder ran to the end without an error."""
+
+
 class _Import:
     """What one pack import derived: values loaded from disk, the sources met per key."""
 
-    def __init__(self, entry: str | None, values: dict[str, Any]) -> None:
+    def __init__(self, entry: str | None, values: dict[str, Any], folder: Path) -> None:
         self.entry = entry
         self.values = values
+        self.folder = str(folder)
+        self.proven = values.get(IMPORTED) is True
         self.sources: dict[str, int] = {}
         self.ambiguous: set[str] = set()
         self.computed = False
@@ -71,14 +78,32 @@ def deriving(folder: Path, fingerprint: str) -> Iterator[None]:
 
     entry = cache.entry_key("pack-schemas", fingerprint) if cache.cache_root() else None
     loaded = cache.load(NAMESPACE, entry) if entry is not None else None
-    state = _Import(entry, loaded if isinstance(loaded, dict) else {})
+    state = _Import(entry, loaded if isinstance(loaded, dict) else {}, folder)
     previous = getattr(_local, "state", None)
     _local.state = state
     try:
         yield
-    finally:
+    except BaseException:
         _local.state = previous
+        state.save()
+        raise
+    _local.state = previous
+    if not state.proven:
+        state.values[IMPORTED] = True
+        state.computed = True
     state.save()
+
+
+def proven(path: str | None) -> bool:
+    """Whether ``path`` (a module's file) lies in the pack folder being imported and an earlier
+    import of that folder's very content (same files, simforge source and library versions, the
+    key of the entry) ran to the end: what it declares was accepted then and will be again, so
+    checks that only repeat what that import did can wait until something needs their result
+    (:func:`simforge.world.schema.entity_base`: the SQLAlchemy mapping of entity tables)."""
+    state: _Import | None = getattr(_local, "state", None)
+    if state is None or not state.proven or not path:
+        return False
+    return path.startswith(state.folder + os.sep)
 
 
 def derived(key: str, source: object, compute: Callable[[], Any]) -> Any:

@@ -5,6 +5,7 @@ and is rewritten; ``SIMFORGE_CACHE=off`` writes nothing."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
 import subprocess
 import sys
@@ -13,6 +14,8 @@ from pathlib import Path
 
 import orjson
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from simforge import cache
 from simforge.scenario.plugins import load_pack
@@ -128,3 +131,73 @@ def test_another_process_uses_the_entry(pack_copy, cache_dir):
     out = subprocess.run([sys.executable, "-c", code, str(pack_copy)], capture_output=True,
                          check=True, env={**__import__("os").environ}).stdout
     assert orjson.loads(out) == built
+
+
+names = st.text(st.sampled_from("ab._-Z"), min_size=1, max_size=3).filter(
+    lambda n: n not in (".", ".."))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(paths=st.lists(st.lists(names, min_size=1, max_size=3), min_size=1, max_size=12))
+def test_the_listing_is_rglob_sorted_without_caches_or_hidden_names(tmp_path_factory, paths):
+    root = tmp_path_factory.mktemp("tree")
+    for parts in paths:
+        target = root.joinpath(*parts)
+        if any(p.is_file() for p in [*target.parents, target] if p != root and
+               root in p.parents):
+            continue  # a file where a folder should be
+        if target.exists():
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text("/".join(parts))
+    (root / "__pycache__").mkdir(exist_ok=True)
+    (root / "__pycache__" / "m.py").write_text("bytecode cache")
+    everything = sorted(p for p in root.rglob("*") if p.is_file() and
+                        "__pycache__" not in p.relative_to(root).parts)
+    visible = [p for p in everything
+               if not any(part.startswith(".") for part in p.relative_to(root).parts)]
+    assert cache._listing(root) == [(p.relative_to(root).as_posix(), str(p)) for p in everything]
+    assert [(n, p) for n, p in cache._listing(root, hidden=False)] == [
+        (p.relative_to(root).as_posix(), str(p)) for p in visible]
+    endings = [p for p in everything if p.name.endswith("a")]
+    assert [p for _, p in cache._listing(root, "a")] == [str(p) for p in endings]
+
+
+def test_the_source_digest_is_the_bytes_remembered_by_times(tmp_path, cache_dir, monkeypatch):
+    package = tmp_path / "package"
+    package.mkdir()
+    (package / "a.py").write_text("a = 1\n")
+    (package / "b.py").write_text("b = 2\n")
+
+    def digest() -> str:
+        return cache._source_digest(package, cache._listing(package, ".py"))
+
+    first = digest()
+    hashed: list[int] = []
+    real = cache._hash_files
+    monkeypatch.setattr(cache, "_hash_files", lambda d, f: (hashed.append(1), real(d, f)))
+    assert digest() == first and hashed == []  # same times: remembered, nothing read
+    os.utime(package / "a.py", ns=(1, 1))  # a checkout: new times, same bytes
+    assert digest() == first and hashed == [1]
+    (package / "a.py").write_text("a = 3\n")  # an edit
+    assert digest() != first
+    monkeypatch.setenv("SIMFORGE_CACHE", "off")
+    assert digest() == cache._source_digest(package, cache._listing(package, ".py"))
+
+
+def test_an_entry_is_renamed_into_place_without_flushing_to_disk(cache_dir, monkeypatch):
+    """A cache entry that does not read back is a miss, so it is not worth two ``fsync`` calls;
+    other atomic outputs still flush (a run's results must survive a crash)."""
+    from simforge import atomic
+
+    synced: list[int] = []
+    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(fd))
+    assert cache.store("x", "k" * 64, {"a": 1})
+    assert synced == [] and cache.load("x", "k" * 64) == {"a": 1}
+    assert not [p for p in cache_dir.rglob("*") if p.name.endswith(".tmp")]
+    atomic.write_bytes(cache_dir / "result.json", b"{}")
+    assert len(synced) == 2  # the file, then its folder
+    path = cache._path("x", "k" * 64)
+    assert path is not None
+    path.write_bytes(b'{"format": "simforge-cache/1", "key": "')  # torn by a power cut
+    assert cache.load("x", "k" * 64) is None

@@ -110,3 +110,20 @@ def test_a_copy_starts_with_everything_and_then_goes_its_own_way():
     assert set(PLUGINS.pack_formats) == set(mine.pack_formats) == {"pack.yaml"}
     mine.validators.register("only_mine", _first)
     assert "only_mine" not in PLUGINS.validators
+
+
+def test_the_installed_entry_points_are_read_once_for_every_group(monkeypatch):
+    import importlib.metadata as metadata
+
+    from simforge import plugins
+
+    real = metadata.entry_points
+    reads: list[int] = []
+    monkeypatch.setattr(metadata, "entry_points", lambda: (reads.append(1), real())[1])
+    plugins._installed_entry_points.cache_clear()
+    try:
+        for group in ("simforge.packs", "simforge.validators", "console_scripts"):
+            assert list(plugins.entry_points(group=group)) == list(real(group=group))
+        assert reads == [1]
+    finally:
+        plugins._installed_entry_points.cache_clear()

@@ -21,10 +21,22 @@ class FaultConfigError(ConfigError):
 @cache
 def builtin_profiles() -> dict[str, FaultProfile]:
     profiles: dict[str, FaultProfile] = {}
-    for path in sorted(PROFILE_DIR.glob("*.yaml")):
-        profile = load_profile(path)
+    for name in _builtin_files():
+        profile = _builtin(name)
         profiles[profile.name] = profile
     return profiles
+
+
+@cache
+def _builtin_files() -> dict[str, Path]:
+    """The built-in profile files by name (a profile is named as its file)."""
+    return {path.stem: path for path in sorted(PROFILE_DIR.glob("*.yaml"))}
+
+
+@cache
+def _builtin(name: str) -> FaultProfile:
+    """One built-in profile, parsed on first use: a scenario names one or two of the ten."""
+    return load_profile(_builtin_files()[name])
 
 
 def load_profile(path: Path) -> FaultProfile:
@@ -44,14 +56,13 @@ def resolve_profile(name: str | None, custom: list[FaultProfile] | None = None) 
     for profile in custom or []:
         if profile.name == name:
             return profile
-    builtin = builtin_profiles()
-    if name in builtin:
-        return builtin[name]
+    if name in _builtin_files():
+        return _builtin(name)
     path = Path(name)
     if path.suffix in (".yaml", ".yml") and path.is_file():
         loaded: FaultProfile = load_model(FaultProfile, path, FaultConfigError)
         return loaded
-    known = sorted({*builtin, *(p.name for p in custom or [])})
+    known = sorted({*builtin_profiles(), *(p.name for p in custom or [])})
     raise NotFound(f"unknown fault profile {name!r}; known: {known}")
 
 

@@ -13,7 +13,6 @@ plugin that fails any of that is a :class:`~simforge.errors.PluginError` naming 
 
 from __future__ import annotations
 
-from importlib.metadata import entry_points
 from typing import Annotated, Any, Union, get_args
 
 from pydantic import Field
@@ -24,7 +23,7 @@ from simforge.faults.effects import HOOKS, Wrapper
 from simforge.faults.kinds import NETWORK_KINDS, FaultKind, Rewrite, Stage
 from simforge.faults.surface import SURFACE_KINDS
 from simforge.faults.wire import WIRE_KINDS
-from simforge.plugins import PLUGINS
+from simforge.plugins import PLUGINS, entry_points
 
 GROUP = "simforge.faults"
 BUILTIN: tuple[type[FaultKind], ...] = (*NETWORK_KINDS, *WIRE_KINDS, *DATA_KINDS, *SURFACE_KINDS)

@@ -19,7 +19,6 @@ import threading
 import types
 from collections.abc import Callable, Mapping
 from functools import cache
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,7 @@ from simforge.cache import folder_fingerprint
 from simforge.derived import deriving
 from simforge.errors import PluginError
 from simforge.paths import resource_dirs
-from simforge.plugins import PLUGINS
+from simforge.plugins import PLUGINS, entry_points
 from simforge.tools.pack import Pack
 
 _lock = threading.RLock()

@@ -10,10 +10,10 @@ names) and happens once per file; a file that fails raises ``PluginError`` namin
 from __future__ import annotations
 
 import threading
-from importlib.metadata import entry_points
 from pathlib import Path
 
 from simforge.paths import resource_dirs
+from simforge.plugins import entry_points
 from simforge.scenario.plugins import PluginError, load_file
 
 _lock = threading.RLock()

@@ -49,14 +49,15 @@ def crud_tools(
         name, description, kind, build, handler, output = builders[op](schema)
         model = cache(build)  # built on the tool's first use, or now for its schema
         latency = read_latency if kind == "read" else write_latency
-        input_schema = derived(
-            f"crud {name_of(schema.model)} {op} {name}", schema.model, partial(_schema_of, model)
+        input_schema, output_schema = derived(
+            f"crud {name_of(schema.model)} {op} {name}", schema.model,
+            partial(_schemas_of, model, output),
         )
         spec_fields: dict[str, Any] = {
             "name": name,
             "description": description,
             "input_schema": input_schema,
-            "output_schema": clean_schema(output),
+            "output_schema": output_schema,
             "kind": kind,
             "system": system or schema.system,
             "entities": (schema.name,),
@@ -70,8 +71,9 @@ def crud_tools(
     return out
 
 
-def _schema_of(model: Callable[[], type[BaseModel]]) -> dict[str, Any]:
-    return clean_schema(model().model_json_schema())
+def _schemas_of(model: Callable[[], type[BaseModel]], output: dict[str, Any]
+                ) -> list[dict[str, Any]]:
+    return [clean_schema(model().model_json_schema()), clean_schema(output)]
 
 
 def _words(name: str) -> str:
@@ -128,16 +130,17 @@ def _filter_fields(schema: EntitySchema) -> list[str]:
 
 def _list(schema: EntitySchema) -> tuple[Any, ...]:
     filters = _filter_fields(schema)
-    fields: dict[str, Any] = {
-        f: (
-            _annotation(schema, f) | None,
-            Field(None, description=f"Only rows whose {f} equals this."),
-        )
-        for f in filters
-    }
-    fields["limit"] = (int, Field(20, ge=1, le=100, description="Page size."))
-    fields["offset"] = (int, Field(0, ge=0, description="Rows to skip (from next_offset)."))
-    model = partial(create_model, f"list_{schema.plural}_args", __config__=_ARGS_CONFIG, **fields)
+    types = {f: _annotation(schema, f) | None for f in filters}
+
+    def model() -> type[BaseModel]:  # its fields made on first use too (a field each column)
+        fields: dict[str, Any] = {
+            f: (kind, Field(None, description=f"Only rows whose {f} equals this."))
+            for f, kind in types.items()
+        }
+        fields["limit"] = (int, Field(20, ge=1, le=100, description="Page size."))
+        fields["offset"] = (int, Field(0, ge=0, description="Rows to skip (from next_offset)."))
+        return create_model(
+            f"list_{schema.plural}_args", __config__=_ARGS_CONFIG, **fields)
 
     def handler(ctx: ToolContext, args: BaseModel) -> Any:
         given = {f: args.__dict__[f] for f in filters if args.__dict__[f] is not None}

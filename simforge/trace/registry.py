@@ -13,11 +13,10 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from typing import Any, ClassVar
 
 from simforge.config import NotFound
-from simforge.plugins import PLUGINS
+from simforge.plugins import PLUGINS, entry_points
 from simforge.trace.detect import SAMPLE_RECORDS, Sample, samples_of
 from simforge.trace.episode import Episode
 from simforge.trace.errors import FormatPluginError, Location

@@ -75,3 +75,26 @@ def test_faults_show_prints_a_profile():
     assert profile["name"] == "flaky-network" and profile["rules"]
     result = runner.invoke(app, ["faults", "show", "chaos"])
     assert result.exit_code == 2 and "unknown fault profile" in result.output
+
+
+def test_a_builtin_profile_is_parsed_alone_on_first_use(monkeypatch):
+    from simforge.faults import library
+
+    parsed: list[str] = []
+    real = library.load_profile
+    monkeypatch.setattr(library, "load_profile",
+                        lambda path: (parsed.append(path.stem), real(path))[1])
+    library._builtin.cache_clear()
+    library.builtin_profiles.cache_clear()
+    try:
+        assert resolve_profile("flaky-network").name == "flaky-network"
+        assert resolve_profile("flaky-network") is resolve_profile("flaky-network")
+        assert parsed == ["flaky-network"]
+        every = builtin_profiles()
+        assert sorted(parsed) == sorted(every) and every["flaky-network"] is resolve_profile(
+            "flaky-network")
+        with pytest.raises(Exception, match=r"unknown fault profile 'nope'.*flaky-network"):
+            resolve_profile("nope")
+    finally:
+        library._builtin.cache_clear()
+        library.builtin_profiles.cache_clear()

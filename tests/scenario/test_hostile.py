@@ -84,3 +84,53 @@ def test_any_text_is_a_scenario_or_one_scenario_error(text):
         parse_scenario(HEAD + text, "fuzz.yaml")
     except ScenarioError as exc:
         assert str(exc).startswith("fuzz.yaml: ")
+
+
+@st.composite
+def _graphs(draw: st.DrawFn) -> str:
+    """YAML text with anchors, aliases (some reused many times) and nesting."""
+    anchors: list[str] = []
+
+    def value(depth: int) -> str:
+        choice = draw(st.integers(0, 4 if depth < 6 else 1))
+        if choice == 0 or (choice == 1 and not anchors):
+            return draw(st.sampled_from(["1", "x", "null", "'a b'"]))
+        if choice == 1:
+            return "*" + draw(st.sampled_from(anchors))
+        items = [value(depth + 1) for _ in range(draw(st.integers(0, 4)))]
+        if choice == 2:
+            text = "[" + ", ".join(items) + "]"
+        else:
+            text = "{" + ", ".join(f"k{i}: {v}" for i, v in enumerate(items)) + "}"
+        if draw(st.booleans()):
+            anchors.append(f"a{len(anchors)}")
+            return f"&{anchors[-1]} {text}"
+        return text
+
+    return "{" + ", ".join(f"t{i}: {value(1)}" for i in range(draw(st.integers(1, 4)))) + "}"
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=_graphs(), nodes=st.integers(1, 80), depth=st.integers(1, 8),
+       walk=st.integers(1, 100))
+def test_the_quick_count_refuses_exactly_what_the_measure_refuses(text, nodes, depth, walk):
+    """The level-by-level count (aliases walked) and the memoised measure agree on every graph
+    and limit: the same graph passes, or the same error names the same line."""
+    import yaml
+
+    from simforge import config
+
+    root = yaml.compose(text, Loader=config._LOADER)
+    outcomes = []
+    saved = config.MAX_YAML_NODES, config.MAX_YAML_DEPTH, config._WALK_NODES
+    config.MAX_YAML_NODES, config.MAX_YAML_DEPTH, config._WALK_NODES = nodes, depth, walk
+    try:
+        for check in (config._bounded, config._measured):
+            try:
+                check(root, "g.yaml", config.ConfigError)
+                outcomes.append(None)
+            except config.ConfigError as exc:
+                outcomes.append(str(exc))
+    finally:
+        config.MAX_YAML_NODES, config.MAX_YAML_DEPTH, config._WALK_NODES = saved
+    assert outcomes[0] == outcomes[1]

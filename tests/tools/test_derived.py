@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Annotated
 
 import pytest
 from pydantic import BaseModel, create_model
@@ -44,7 +45,23 @@ for name, args in [("get_order", {"order_id": "O-1"}), ("get_order", {"order_id"
         answers[f"{name} {args}"] = pack.catalog[name].parse_args(args).model_dump(mode="json")
     except ToolArgumentError as exc:
         answers[f"{name} {args}"] = str(exc)
-print(json.dumps({"specs": specs, "entities": entities, "answers": answers}))
+from pydantic import ValidationError
+from simforge.world.schema import _UNMAPPED
+waiting = sorted(m.__name__ for m in pack.entities if _UNMAPPED in vars(m))
+tables = {m.__name__: [(c.name, str(c.type), c.primary_key, c.nullable, c.index)
+                       for c in m.__table__.columns] for m in pack.entities}
+order = pack.schemas["Order"].model
+rows = [order(id="O-1", customer_id="C-1", total=2.0, placed_at="2026-01-01").model_dump()]
+for bad in ({"id": "O-2"}, {"id": "O-3", "customer_id": "C", "total": "x", "placed_at": "d",
+                            "status": "lost"}):
+    try:
+        order.model_validate(bad)
+    except ValidationError as exc:
+        rows.append(exc.errors(include_url=False))
+print(json.dumps({"specs": specs, "entities": entities, "answers": answers, "tables": tables,
+                  "metadata": list(order.metadata.tables), "rows": rows,
+                  "config": {m.__name__: repr(m.model_config) for m in pack.entities},
+                  "waiting": waiting}))
 """
 
 
@@ -61,6 +78,9 @@ def test_cold_warm_and_no_cache_give_the_same_tools(tmp_path):
     assert any((tmp_path / "cache" / "schemas").rglob("*.json"))
     warm = _load(cache, "forbid")  # builds no JSON schema: they all come from the entry
     off = _load("off")
+    # the entity tables of a proven import wait for their first use to be mapped (world/schema)
+    waiting = [cold.pop("waiting"), warm.pop("waiting"), off.pop("waiting")]
+    assert waiting[0] == waiting[2] == [] and len(waiting[1]) == len(cold["tables"]) > 40
     assert cold == warm == off
     assert len(cold["specs"]) > 100
 
@@ -146,3 +166,31 @@ def test_an_edited_pack_file_gets_its_own_schemas(tmp_path):
     source = folder / "pack.py"
     source.write_text(source.read_text().replace('tier: str = "gold"', "tier: int = 1"))
     assert tier()["type"] == "integer"
+
+
+def test_a_return_type_schema_is_made_once_and_each_tool_owns_its_copy():
+    import importlib
+
+    tool_module = importlib.import_module("simforge.tools.tool")
+    tool_module._return_schema_json.cache_clear()
+
+    def one(ctx, value: int) -> dict[str, list[int]]:
+        """One."""
+        return {}
+
+    def two(ctx, value: int) -> dict[str, list[int]]:
+        """Two."""
+        return {}
+
+    def odd(ctx, value: int) -> Annotated[int, {"unhashable": []}]:  # made for itself
+        """Odd."""
+        return 1
+
+    first, second, third = tool(one), tool(two), tool(odd)
+    assert first.spec.output_schema == second.spec.output_schema == {
+        "type": "object", "additionalProperties": {"type": "array", "items": {"type": "integer"}}}
+    first.spec.output_schema["type"] = "changed"
+    assert second.spec.output_schema["type"] == "object"
+    assert tool_module._return_schema(dict[str, list[int]])["type"] == "object"
+    assert third.spec.output_schema == {"type": "integer"}
+    assert tool_module._return_schema_json.cache_info().misses == 1  # Annotated: not cached
