@@ -129,7 +129,7 @@ class Session:
         answer (or the time budget runs out). Returns the outcomes in the order of ``calls``.
         ``text`` is what the agent said in the step (to the user, or beside its calls);
         ``metadata`` is recorded with it (an LLM's token usage)."""
-        if self.done:
+        if self.terminated or self.truncated:  # self.done, inlined
             raise SessionClosed("the episode has ended; reset to start a new one")
         self.steps += 1
         env = self.env
