@@ -760,7 +760,25 @@ def fast_step(raw: str) -> list[CallRequest] | None:
 
 def _plain_numbers(value: Any) -> bool:
     """Whether a parsed value holds no float and no integer beyond 64 bits (signed): what an
-    integer that :func:`~.problems.parse_json` refuses becomes in orjson's reading."""
+    integer that :func:`~.problems.parse_json` refuses becomes in orjson's reading. Arguments
+    are mostly flat objects of strings: their values are looked at in one loop, and only what
+    nests is walked."""
+    if type(value) is dict:
+        for item in value.values():
+            kind = type(item)
+            if kind is str or kind is bool or item is None:
+                continue
+            if kind is int:
+                if not INT_MIN <= item <= INT_MAX:
+                    return False
+            elif kind is float or not _plain_nested(item):
+                return False
+        return True
+    return _plain_nested(value)
+
+
+def _plain_nested(value: Any) -> bool:
+    """:func:`_plain_numbers` of any value, walked."""
     stack = [value]
     pop, push = stack.pop, stack.extend
     while stack:
