@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import secrets
 import os
+import secrets
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
