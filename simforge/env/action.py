@@ -13,6 +13,7 @@ and counts as the agent's last text), not sent to the user as a message of its o
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 from typing import Any
 
@@ -114,8 +115,12 @@ def fast_calls(raw: Any) -> list[CallRequest] | None:
         name, args, id = call.get("name"), call.get("arguments", {}), call.get("id")
         if type(name) is not str or type(args) is not dict or not (id is None or type(id) is str):
             return None
-        out.append(CallRequest(name, args, id))
+        out.append(_request((name, args, id)))
     return out
+
+
+_request = functools.partial(tuple.__new__, CallRequest)
+"""``CallRequest(name, args, id)`` without the named tuple's ``__new__`` in Python around it."""
 
 
 def _call(raw: Any, index: int) -> dict[str, Any]:

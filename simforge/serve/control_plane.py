@@ -159,10 +159,10 @@ def env_step_calls_now(
     free lock and plain tool calls, already read as the kernel's requests
     (:func:`~simforge.env.action.fast_calls`). The caller checks those; nothing here awaits, so
     no other request interleaves with it. ``env.step_calls``' own tuple, nothing copied."""
-    _steppable(served)
     try:
-        answer = served.env.step_calls(calls)
+        answer = served.env.step_calls(calls)  # an ended episode: SessionClosed, as _steppable
     except (ActionError, SessionClosed) as exc:
+        served.touch()
         raise _step_problem(served, exc) from None
     served.touch()
     return answer

@@ -69,7 +69,7 @@ from .control_plane import (
 )
 from .jsonrpc import JsonRpc, Rpc, RpcError, _frame, _request_id
 from .mcp_server import call_result, session_catalog, unknown_tool
-from .problems import JsonRoute, Problem, parse_json, tool_problem
+from .problems import INT_MAX, INT_MIN, JsonRoute, Problem, parse_json, tool_problem
 from .server import DIRECT_WS
 from .sessions import ServedSession, SessionManager, episode_ended
 
@@ -730,10 +730,16 @@ def fast_step(raw: str) -> list[CallRequest] | None:
     "arguments"?, "id"?}, ...]}}`` (an empty ``metadata`` beside the calls allowed), read with
     orjson alone and checked by hand, its calls as the kernel's requests. ``None`` for
     anything else, including what :func:`~.problems.parse_json` might refuse (more brackets
-    than :data:`~simforge.jsonio.MAX_DEPTH`, a run of 19 digits, JSON orjson refuses): that
-    goes through :func:`_triage` and the action's parser, which answer it as before. What this
-    accepts, the full path accepts as the same calls (``tests/serve/test_ws_fast.py``)."""
-    if raw.count("{") + raw.count("[") > jsonio.MAX_DEPTH or _LONG_DIGITS.search(raw):
+    than :data:`~simforge.jsonio.MAX_DEPTH`, an integer beyond 64 bits, JSON orjson refuses):
+    that goes through :func:`_triage` and the action's parser, which answer it as before. What
+    this accepts, the full path accepts as the same calls (``tests/serve/test_ws_fast.py``).
+
+    A wide integer can only be in the calls' arguments (the rest of an accepted message is
+    strings and an empty ``metadata``), where orjson reads it as a float or as an int beyond
+    64 bits: the arguments are walked for either (:func:`_plain_numbers`), and only when one
+    is there is the message searched for a run of 19 digits, as ``parse_json`` searches every
+    message (a scan of the whole text that cost more than reading it)."""
+    if raw.count("{") + raw.count("[") > jsonio.MAX_DEPTH:
         return None
     try:
         message = orjson.loads(raw)
@@ -744,7 +750,47 @@ def fast_step(raw: str) -> list[CallRequest] | None:
     data = message["data"]
     if type(data) is dict and len(data) == 2 and "metadata" in data and not data["metadata"]:
         data = {"tool_calls": data.get("tool_calls")}  # _plain_action drops an empty one
-    return fast_calls(data)
+    calls = fast_calls(data)
+    if calls is not None:
+        for call in calls:
+            if not _plain_numbers(call.args):
+                return None if _LONG_DIGITS.search(raw) else calls
+    return calls
+
+
+def _plain_numbers(value: Any) -> bool:
+    """Whether a parsed value holds no float and no integer beyond 64 bits (signed): what an
+    integer that :func:`~.problems.parse_json` refuses becomes in orjson's reading. Arguments
+    are mostly flat objects of strings: their values are looked at in one loop, and only what
+    nests is walked."""
+    if type(value) is dict:
+        for item in value.values():
+            kind = type(item)
+            if kind is str or kind is bool or item is None:
+                continue
+            if kind is int:
+                if not INT_MIN <= item <= INT_MAX:
+                    return False
+            elif kind is float or not _plain_nested(item):
+                return False
+        return True
+    return _plain_nested(value)
+
+
+def _plain_nested(value: Any) -> bool:
+    """:func:`_plain_numbers` of any value, walked."""
+    stack = [value]
+    pop, push = stack.pop, stack.extend
+    while stack:
+        item = pop()
+        kind = type(item)
+        if kind is dict:
+            push(item.values())
+        elif kind is list:
+            push(item)
+        elif kind is float or (kind is int and not INT_MIN <= item <= INT_MAX):
+            return False
+    return True
 
 
 def _step_reply(

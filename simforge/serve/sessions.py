@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import secrets
 import time
-import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
@@ -67,6 +67,15 @@ def with_budgets(loaded: LoadedScenario, budgets: BudgetConfig) -> LoadedScenari
     return dataclasses.replace(loaded, scenario=scenario)
 
 
+def uuid4_hex() -> str:
+    """``uuid.uuid4().hex`` (16 random bytes from the OS, the version and variant bits set),
+    without the ``UUID`` object and its checks around it: one per reset."""
+    data = bytearray(os.urandom(16))
+    data[6] = (data[6] & 0x0F) | 0x40
+    data[8] = (data[8] & 0x3F) | 0x80
+    return data.hex()
+
+
 @dataclass
 class ServedSession:
     """One session's env, lock and clock mapping. ``wall_anchor``/``sim_anchor`` map the
@@ -115,7 +124,7 @@ class ServedSession:
         self.touch()
         self.wall_anchor = time.monotonic()
         self.answers.clear()
-        self.episode_id = episode_id or uuid.uuid4().hex
+        self.episode_id = episode_id or uuid4_hex()
         return obs, info
 
     def initial_observation(self, catalog_tools: bool = True) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import simpy
+from simpy.events import URGENT
 
 from simforge.errors import UserError
 from simforge.faults.plan import FaultPlan
@@ -128,7 +129,7 @@ class Session:
         answer (or the time budget runs out). Returns the outcomes in the order of ``calls``.
         ``text`` is what the agent said in the step (to the user, or beside its calls);
         ``metadata`` is recorded with it (an LLM's token usage)."""
-        if self.done:
+        if self.terminated or self.truncated:  # self.done, inlined
             raise SessionClosed("the episode has ended; reset to start a new one")
         self.steps += 1
         env = self.env
@@ -141,7 +142,7 @@ class Session:
                 self._advance_to(deadline)
                 self._truncate("max_sim_seconds")
                 return []
-            env.run(until=target)
+            advance(env, target)
         # plain loops, not comprehensions: each of those is a function call of its own (3.11)
         start = self.pipeline.start
         outcomes = []
@@ -229,7 +230,7 @@ class Session:
 
     def _advance_to(self, t: float) -> None:
         if t > self.env.now:
-            self.env.run(until=t)
+            advance(self.env, t)
 
     def _truncate(self, reason: str) -> None:
         self.truncated = True
@@ -261,6 +262,22 @@ class Session:
         self._committed.clear()
         for _key, (at, effect) in pending:
             effect(max(at, self.env.now))
+
+
+def advance(env: simpy.Environment, at: float) -> None:
+    """``env.run(until=at)`` for ``at`` after now (the agent's think time): the same events
+    processed, in the same order, with the clock at ``at`` after; simpy's own run does it with
+    an URGENT event at ``at`` whose callback raises ``StopSimulation``, which ``step`` catches,
+    reschedules and raises again, and which leaves the event in the queue as a no-op for the
+    next run. Here the same event (made as ``run`` makes it) carries no callback, and the run
+    is :func:`run_until`'s loop: one exception and one step less per think. The session's
+    deadline event still stops a run it interrupts, where it did
+    (``tests/sim/test_session.py`` holds the two to the same order of events)."""
+    until = simpy.Event(env)
+    until._ok = True  # as ``Environment.run`` marks its own ``until`` event
+    until._value = None
+    env.schedule(until, URGENT, at - env.now)
+    run_until(env, until)
 
 
 def run_until(env: simpy.Environment, event: simpy.Event) -> None:

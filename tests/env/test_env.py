@@ -238,3 +238,33 @@ def test_strict_tools_offers_strict_schemas_and_takes_the_nulls_a_strict_client_
     listed = results[True]["result"]
     rows = listed["items"] if isinstance(listed, dict) else listed
     assert {c["id"] for c in rows} == {"CT-9401", "CT-9402"}
+
+
+def _task_of_seed(ids: list[str], seed: int) -> str:
+    """The reset seed's task as sample_task chose it before its permutations were kept: a
+    generator seeded from the block's string, shuffled, per reset."""
+    import random
+
+    n = len(ids)
+    if n == 1:
+        return ids[0]
+    block, position = divmod(seed, n)
+    order = list(range(n))
+    random.Random(f"simforge-tasks:{n}:{block}").shuffle(order)
+    return ids[order[position]]
+
+
+def test_a_reset_seed_picks_the_task_it_always_picked():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from simforge.env.core import sample_task
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.integers(1, 7), st.integers(0, 10**12) | st.integers(0, 40))
+    def check(n, seed):
+        ids = [f"t{k}" for k in range(n)]
+        assert sample_task(ids, seed) == _task_of_seed(ids, seed)
+        assert sample_task(ids, seed) == _task_of_seed(ids, seed)  # kept: the same again
+
+    check()

@@ -468,3 +468,15 @@ def test_openenv_validate_passes_every_criterion(which: str, request: pytest.Fix
     assert {c["id"] for c in report["criteria"]} == CRITERIA
     assert all(c["passed"] for c in report["criteria"]), report["criteria"]
     assert report["summary"]["failed_criteria"] == []
+
+
+def test_an_episode_id_is_a_uuid4_hex_as_before():
+    import uuid
+
+    from simforge.serve.sessions import uuid4_hex
+
+    ids = {uuid4_hex() for _ in range(500)}
+    assert len(ids) == 500
+    for h in ids:
+        parsed = uuid.UUID(hex=h)
+        assert parsed.hex == h and parsed.version == 4 and parsed.variant == uuid.RFC_4122

@@ -336,3 +336,53 @@ def _grants(kind: type[Capacity]) -> list[tuple]:
 def test_a_freed_slot_goes_to_the_queue_when_simpys_release_would_be_processed():
     # free at once, as release() does; the waiter is served where the Release event would be
     assert _grants(Capacity) == _grants(SimpyCapacity) == [("peek", 1.0, 0, 1), ("granted", 1.0, 1)]
+
+
+# -- the think time: advance() against simpy's run(until=...) -----------------------------------
+
+_moments = st.sampled_from([0.0, 0.5, 1.0, 1.5, 2.0, 3.0])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(_moments, st.booleans(), st.sampled_from([None, 0.0, 0.5]), st.booleans()),
+             max_size=12),
+    st.sampled_from([0.5, 1.0, 2.0, 2.5]),
+)
+def test_advancing_the_clock_processes_what_run_until_processes(events, at):
+    """Events at and around ``at`` (URGENT and NORMAL, some scheduling more at the same moment
+    or later, URGENT or not): ``advance`` leaves the clock, the events processed and their order
+    as ``env.run(until=at)`` does, and the next run goes on the same."""
+    from simforge.sim.session import advance
+
+    def play(run):
+        env = simpy.Environment()
+        log = []
+
+        def schedule(name, delay, urgent, follow, follow_urgent):
+            event = simpy.Event(env)
+            event._ok, event._value = True, None
+
+            def callback(_):
+                log.append((name, env.now))
+                if follow is not None:
+                    schedule(f"{name}+", follow, follow_urgent, None, False)
+
+            event.callbacks.append(callback)
+            env.schedule(event, simpy.events.URGENT if urgent else simpy.events.NORMAL, delay)
+
+        for k, (moment, urgent, follow, follow_urgent) in enumerate(events):
+            schedule(k, moment, urgent, follow, follow_urgent)
+        run(env)
+        first = (env.now, list(log))
+        env.run(until=10.0)
+        return first, log
+
+    assert play(lambda env: advance(env, at)) == play(lambda env: env.run(until=at))
+
+
+def test_a_think_that_reaches_the_time_budget_truncates_there(mini_pack):
+    s = session(mini_pack, budgets=Budgets(max_sim_seconds=5.0))
+    s.step([get(1)], think=4.0)
+    assert s.step([get(2)], think=3.0) == []
+    assert s.truncated and s.truncation_reason == "max_sim_seconds" and s.now == 5.0
