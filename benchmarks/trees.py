@@ -30,24 +30,10 @@ import gc, json, statistics, sys, time
 sys.path.insert(0, "benchmarks")
 import faults
 from faults import mix_chunk, profile_of, realistic_rules
-from kernel import (MIX_ENTITIES, MIX_PACK, MIX_ROWS, PACK, Customer, _mix_seed, _seed,
-                    bare_simpy, mix_plan)
+from kernel import MIX_PACK, MIX_ROWS, PACK, bare_simpy, mix_plan
 from simforge.sim import CallRequest, Session
-from simforge.tools import LogNormal, Pack, crud_tools
-from simforge.world import EntitySchema
-
-# The kernel benchmark's tools answer after a constant latency (nothing drawn); these draw it
-# from a lognormal on every call, as synthesized tools do (a draw from the tool's stream).
-DRAWN = LogNormal(median=0.05, sigma=0.5)
-DRAWN_PACK = Pack(name="bench-drawn", description="reads with drawn latencies",
-                  entities=[Customer], seed=_seed,
-                  tools=crud_tools(EntitySchema.of(Customer), read_latency=DRAWN, capacity=64))
-DRAWN_MIX = Pack(name="bench-mix-drawn", description="the mix with drawn latencies",
-                 entities=MIX_ENTITIES, seed=_mix_seed,
-                 tools=[t for cls in MIX_ENTITIES
-                        for t in crud_tools(EntitySchema.of(cls), ops=("get", "update"),
-                                            read_latency=DRAWN, write_latency=DRAWN,
-                                            capacity=64)])
+sys.path.append(HERE)  # drawn.py from this script's tree, after the tree's own benchmarks
+from drawn import DRAWN_MIX, DRAWN_PACK
 
 EVERY_CALL = [{"id": "slow", "fault": {"kind": "latency", "multiplier": 2.0},
                "target": {"tools": ["get_customer"]}}]
@@ -106,7 +92,8 @@ print(json.dumps({name: statistics.median(v) for name, v in times.items()}))
 
 def measure(root: str) -> dict[str, float]:
     env = {**os.environ, "PYTHONPATH": root}
-    done = subprocess.run([sys.executable, "-c", CHILD], cwd=root, env=env,
+    child = CHILD.replace("HERE", repr(os.path.dirname(os.path.abspath(__file__))))
+    done = subprocess.run([sys.executable, "-c", child], cwd=root, env=env,
                           capture_output=True, text=True, check=True)
     return dict(json.loads(done.stdout))
 

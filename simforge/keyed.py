@@ -120,8 +120,9 @@ class KeyedRandom(random.Random):
     Made from a key (``KeyedRandom(key)``), it costs the object and nothing else until it is
     drawn from: no seeding, no hashing. Its first few words are worked out one at a time; past
     them, in blocks (:func:`block`) as large as what the stream has drawn so far (up to 64),
-    so that a stream drawn from once pays for one word and a long one about a quarter of the
-    per-word cost. The C Mersenne Twister this class inherits is never seeded nor used."""
+    so that a stream drawn from once pays for one word and a long one less per word
+    (``BENCHMARKS.md``: the kernel). The C Mersenne Twister this class inherits is never seeded
+    nor used."""
 
     STATE = "simforge.keyed/1"  # getstate's first item: a state of another generator is refused
 

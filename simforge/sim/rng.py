@@ -6,11 +6,11 @@ about the schedule of the others.
 
 A stream is a :class:`~simforge.keyed.KeyedRandom`: a ``random.Random`` whose ``random()`` and
 ``getrandbits()`` are counter-based draws (splitmix64) of one 64-bit integer, the stream's key,
-``mix(seed key ^ name key)``. The seed's key is the seed itself mixed (no hashing for a 64-bit
-integer seed, :func:`~simforge.keyed.seed_key`); the name's is a BLAKE2b of its text worked out
-once per process and name (:func:`key_of` with a prefix of its own, so no fault rule's key is a
-stream's), so a session's streams cost integer arithmetic and an object each, and a stream never
-drawn from costs nothing more. Draws are the same in every process, Python run and hash seed;
+``mix(name key + seed * gamma)``: the seed-th output of a splitmix64 sequence started at the
+name's key, a BLAKE2b of the name's text worked out once per process and name (:func:`key_of`
+with a prefix of its own, so no fault rule's key is a stream's). A session hashes nothing (a
+seed outside 64 bits excepted, hashed once), a stream costs one ``mix`` and an object, and one
+never drawn from costs nothing more. Draws are the same in every process, Python run and hash seed;
 the fault plan (:mod:`simforge.faults.plan`) draws its decisions the same way.
 
 Hand-written because the standard library has no counter-based generator (numpy has, and is not
@@ -23,7 +23,7 @@ generator's, so a stream drawn from often works its words out in blocks
 
 from __future__ import annotations
 
-from simforge.keyed import KeyedRandom, key_of, mix, seed_key
+from simforge.keyed import GAMMA, M64, KeyedRandom, key_of, mix
 
 _NAME_KEYS: dict[tuple[str, ...], int] = {}
 """Each stream name's key, worked out once per process (a name is a kind and a tool: few)."""
@@ -45,11 +45,11 @@ class Streams:
 
     def __init__(self, seed: int) -> None:
         self.seed = seed
-        self._key = seed_key(seed)
+        self._key = seed * GAMMA & M64 if 0 <= seed <= M64 else key_of("streams", seed)
         self._streams: dict[tuple[str, ...], KeyedRandom] = {}
 
     def __call__(self, *key: str) -> KeyedRandom:
         stream = self._streams.get(key)
         if stream is None:
-            stream = self._streams[key] = KeyedRandom(mix(self._key ^ name_key(key)))
+            stream = self._streams[key] = KeyedRandom(mix((self._key + name_key(key)) & M64))
         return stream
