@@ -19,7 +19,8 @@ times, with each implementation, CPU time per call (``time.process_time``, the c
   constant latencies and with lognormal ones;
 - with ``--pack``, *airline replay*: the 1,164 recorded calls of ``benchmarks/synth_calls.py``
   through ``env.step`` on the synthesized airline pack (a reset per trajectory, not timed),
-  10 trajectories a turn.
+  10 trajectories a turn, the median call's CPU time (as ``synth_calls.py`` reports it; the
+  others are means).
 
 Prints per contender the median CPU time per call of each and the after/before ratio per round
 (median and range over rounds).
@@ -36,7 +37,6 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -102,7 +102,7 @@ def mix(pack: Pack) -> Callable[[], float]:
 
 
 def airline(pack_dir: Path, data: Path, tmp: str) -> Callable[[], float]:
-    from synth_calls import SCENARIO, TRACES, trajectories
+    from synth_calls import SCENARIO, TRACES, timed, trajectories
 
     scenario = Path(tmp) / "airline.yaml"
     scenario.write_text(SCENARIO.format(pack=pack_dir.resolve()))
@@ -113,18 +113,15 @@ def airline(pack_dir: Path, data: Path, tmp: str) -> Callable[[], float]:
     def one() -> float:
         start = turn[0] // 2 * 10 % len(episodes)  # both implementations play the same 10
         turn[0] += 1
-        total, calls = 0.0, 0
+        times = []
         for trajectory in episodes[start:start + 10]:
             env.reset(seed=0)
-
-            def body(trajectory: list[tuple[str, dict[str, Any]]] = trajectory) -> int:
-                for name, arguments in trajectory:
-                    env.step({"tool_calls": [{"name": name, "arguments": arguments}]})
-                return len(trajectory)
-            n = len(trajectory)
-            total += _timed(body) * n
-            calls += n
-        return total / max(calls, 1)
+            gc.disable()
+            for name, arguments in trajectory:
+                times.append(timed(env.step, {"tool_calls": [{"name": name,
+                                                              "arguments": arguments}]}))
+            gc.enable()
+        return statistics.median(times)
     return one
 
 
@@ -148,7 +145,7 @@ def main() -> None:
     }
     with tempfile.TemporaryDirectory() as tmp:
         if args.pack:
-            contenders["airline replay (env.step)"] = airline(args.pack, args.data, tmp)
+            contenders["airline replay (env.step), median call"] = airline(args.pack, args.data, tmp)
         for one in contenders.values():  # warm up: worlds, argument models, caches
             for impl in impls.values():  # (a pair of turns, each implementation one)
                 session_module.Streams = impl
