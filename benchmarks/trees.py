@@ -6,12 +6,14 @@ exported with ``git archive HEAD | tar -x -C /tmp/before``).
 Each round runs one fresh interpreter per tree (the order alternating), with that tree on
 ``PYTHONPATH`` and its own ``benchmarks/`` on ``sys.path``; each interpreter measures, six times
 over in rotating order, simpy's process per call (``kernel.bare_simpy``, the in-process
-baseline) and 1,000 ``Session.step`` reads of a fresh session three ways: no fault plan (the
-lean call), the realistic plan of 50 rules (``faults.realistic_rules``), and a latency rule that
-fires on every call (every call a staged call); and the kernel benchmark's realistic mix (60 short
-episodes, a new session each, ``faults.mix_chunk``) with no plan and with the realistic plan. It prints the medians of CPU time per call
-(``time.process_time``, the collector off while timing) and the ratio of AFTER to BEFORE per
-round, with the range over rounds.
+baseline) and 1,000 ``Session.step`` reads of a fresh session four ways: no fault plan (the
+lean call), the realistic plan of 50 rules (``faults.realistic_rules``), a latency rule that
+fires on every call (every call a staged call), and no plan with a lognormal latency drawn from
+the tool's stream on every call (``drawn``: the kernel benchmark's tools have constant
+latencies); and the kernel benchmark's realistic mix (60 short episodes, a new session each,
+``faults.mix_chunk``) with no plan, with the realistic plan, and with lognormal latencies. It
+prints the medians of CPU time per call (``time.process_time``, the collector off while timing)
+and the ratio of AFTER to BEFORE per round, with the range over rounds.
 """
 
 from __future__ import annotations
@@ -26,9 +28,12 @@ import sys
 CHILD = r"""
 import gc, json, statistics, sys, time
 sys.path.insert(0, "benchmarks")
+import faults
 from faults import mix_chunk, profile_of, realistic_rules
 from kernel import MIX_PACK, MIX_ROWS, PACK, bare_simpy, mix_plan
 from simforge.sim import CallRequest, Session
+sys.path.append(HERE)  # drawn.py from this script's tree, after the tree's own benchmarks
+from drawn import DRAWN_MIX, DRAWN_PACK
 
 EVERY_CALL = [{"id": "slow", "fault": {"kind": "latency", "multiplier": 2.0},
                "target": {"tools": ["get_customer"]}}]
@@ -37,8 +42,8 @@ PROFILES = {"lean": None, "realistic": profile_of(realistic_rules()),
 CALLS = [[CallRequest("get_customer", {"customer_id": f"C-{1 + i % 10000:05d}"})]
          for i in range(1000)]
 
-def reads(profile):
-    step = Session(PACK.catalog, PACK.world(0, 10000), faults=profile).step
+def reads(profile, pack=PACK):
+    step = Session(pack.catalog, pack.world(0, 10000), faults=profile).step
     gc.collect()
     gc.disable()
     t0 = time.process_time()
@@ -52,17 +57,31 @@ MIX_PACK.base(0, MIX_ROWS)
 EPISODES = mix_plan(60)
 MIXES = {"mix lean": None, "mix realistic": PROFILES["realistic"]}
 
+def drawn_mix():
+    faults.MIX_PACK = DRAWN_MIX  # mix_chunk plays faults.MIX_PACK's catalog
+    try:
+        return mix_chunk(None, EPISODES, 0)
+    finally:
+        faults.MIX_PACK = MIX_PACK
+
 def measure(name):
     if name == "simpy":
         return bare_simpy(1000)
     if name in MIXES:
         return mix_chunk(MIXES[name], EPISODES, 0)
+    if name == "drawn":
+        return reads(None, DRAWN_PACK)
+    if name == "mix drawn":
+        return drawn_mix()
     return reads(PROFILES[name])
 
 reads(None)
 reads(PROFILES["staged"])
+reads(None, DRAWN_PACK)
 mix_chunk(MIXES["mix realistic"], EPISODES[:10], 0)
-times = {"simpy": [], **{name: [] for name in PROFILES}, **{name: [] for name in MIXES}}
+drawn_mix()
+times = {"simpy": [], **{name: [] for name in PROFILES}, **{name: [] for name in MIXES},
+         "drawn": [], "mix drawn": []}
 for r in range(6):
     names = list(times)
     for name in names[r % len(names):] + names[:r % len(names)]:
@@ -73,7 +92,8 @@ print(json.dumps({name: statistics.median(v) for name, v in times.items()}))
 
 def measure(root: str) -> dict[str, float]:
     env = {**os.environ, "PYTHONPATH": root}
-    done = subprocess.run([sys.executable, "-c", CHILD], cwd=root, env=env,
+    child = CHILD.replace("HERE", repr(os.path.dirname(os.path.abspath(__file__))))
+    done = subprocess.run([sys.executable, "-c", child], cwd=root, env=env,
                           capture_output=True, text=True, check=True)
     return dict(json.loads(done.stdout))
 
@@ -92,7 +112,8 @@ def main() -> None:
     print(f"CPU time per call; median (range) over {args.rounds} rounds\n")
     print("| call | before us | after us | after / before | before x simpy | after x simpy |")
     print("|---|---:|---:|---:|---:|---:|")
-    for kind in ("lean", "realistic", "staged", "mix lean", "mix realistic"):
+    for kind in ("lean", "realistic", "staged", "drawn", "mix lean", "mix realistic",
+                 "mix drawn"):
         cells = []
         for name in trees:
             us = [run[kind] * 1e6 for run in runs[name]]

@@ -6,15 +6,15 @@ less often, a rule ablated alone fires exactly where it fired among the others, 
 seed with the plan switched off is the paired baseline. A rule's draw is ``u < probability``
 and ``window``/argument predicates are checked only after it, so they never move a draw.
 
-The draws are counter-based (:func:`uniform`): splitmix64's finaliser over integers, the
-session seed's and each (rule, tool) pair's worked out once, then nothing but integer
-arithmetic. Deciding every call from its own uniform is Bernoulli(p) per call; the plan walks
-the same independent Bernoulli sequence by its gaps instead (the number of calls to the next
-firing is geometric, drawn from the j-th uniform of the pair), so a call that no rule's next
-firing has reached costs one comparison, and a rule costs a draw only when it fires. No
-``random.Random`` is seeded per key: stable across processes and Python versions and
-unaffected by hash randomisation, as the string-seeded streams it replaces, at a fraction of
-their cost on a tool's first call (issue 24: short episodes pay that on most calls).
+The draws are counter-based (:func:`simforge.keyed.uniform`, the mechanism the session's named
+streams share): splitmix64's finaliser over integers, the session seed's and each (rule, tool)
+pair's worked out once, then nothing but integer arithmetic. Deciding every call from its own
+uniform is Bernoulli(p) per call; the plan walks the same independent Bernoulli sequence by its
+gaps instead (the number of calls to the next firing is geometric, drawn from the j-th uniform
+of the pair), so a call that no rule's next firing has reached costs one comparison, and a rule
+costs a draw only when it fires. No ``random.Random`` is seeded per key: stable across processes
+and Python versions and unaffected by hash randomisation, at a fraction of the cost of a seeded
+Mersenne Twister on a tool's first call (issue 24: short episodes pay that on most calls).
 
 What a rule needs to be checked against a tool (whether it applies at all, its window, its
 argument predicates, its parameters, its key) depends on the profile and the tool alone, so it
@@ -24,7 +24,6 @@ is worked out once per profile and tool and shared by every session that plays t
 
 from __future__ import annotations
 
-import hashlib
 import math
 import weakref
 from typing import Any
@@ -32,42 +31,14 @@ from typing import Any
 from simforge.faults.data import TokenExpiry
 from simforge.faults.effects import FaultedCall
 from simforge.faults.rules import FaultProfile, FaultRule, When
+from simforge.keyed import M64 as _M64
+from simforge.keyed import key_of, seed_key, uniform
 from simforge.tools.spec import ToolSpec
 from simforge.trace.episode import InjectedFault, trusted
 
 _ALWAYS_OPEN = When()
 _record = trusted(InjectedFault)
 _NO_PARAMS: dict[str, Any] = {}  # the parameters a fault adds to its rule's: most add none
-
-_M64 = (1 << 64) - 1
-_GAMMA = 0x9E3779B97F4A7C15  # splitmix64's increment: 2**64 over the golden ratio
-
-
-def _mix(x: int) -> int:
-    """splitmix64's finaliser: a bijection of 64-bit integers that scatters nearby inputs."""
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9 & _M64
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EB & _M64
-    return x ^ (x >> 31)
-
-
-def key_of(*parts: object) -> int:
-    """A 64-bit key from text (a seed, a rule id, a tool name): BLAKE2b, stable across processes
-    and hash seeds. Worked out once per session or per profile and tool, never per call."""
-    text = "\x1f".join(str(p) for p in parts).encode()
-    return int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "little")
-
-
-def seed_key(seed: int) -> int:
-    """The session seed's key: splitmix64 of the seed itself when it is a 64-bit integer (most
-    seeds: no hashing per session), else of its text's BLAKE2b."""
-    if 0 <= seed <= _M64:
-        return _mix((seed + _GAMMA) & _M64)
-    return _mix(key_of(seed, "rule"))
-
-
-def uniform(key: int, counter: int) -> float:
-    """The ``counter``-th uniform of stream ``key``, in (0, 1]: splitmix64 at that position."""
-    return ((_mix((key + (counter + 1) * _GAMMA) & _M64) >> 11) + 1) * 2.0**-53
 
 
 class _Compiled:
@@ -147,7 +118,7 @@ class _Tool:
         keys: list[int] = []
         nexts: list[int] = []
         for pair, once, twice in thresholds:
-            # _mix(seed ^ pair), inlined: a tool's first call in a short episode pays this per
+            # keyed.mix(seed ^ pair), inlined: a tool's first call in a short episode pays this per
             # rule
             x = seed ^ pair
             x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9 & _M64

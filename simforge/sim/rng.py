@@ -2,81 +2,54 @@
 
 Each stream is keyed by a name such as ``("latency", "get_order")``, so drawing for one tool
 never shifts the draws of another: an agent that calls a tool one more time changes nothing
-about the schedule of the others. A stream draws exactly what ``random.Random(material)`` with
-the string ``material = f"{seed}\\x1f{key...}"`` draws, which is stable across processes and
-Python runs (a string seed is hashed with SHA-512, not the salted ``hash``).
+about the schedule of the others.
 
-Seeding a Mersenne Twister costs a few microseconds (the SHA-512 and the 624-word state), and
-a short episode asks for a stream per tool it calls (latency, errors, handler) though most of
-them are never drawn from: a constant latency, a tool without an error rate and a handler that
-draws nothing leave theirs untouched. So a stream is seeded on its first draw
-(:class:`LazyRandom`), and one that is never drawn from costs a dict entry.
+A stream is a :class:`~simforge.keyed.KeyedRandom`: a ``random.Random`` whose ``random()`` and
+``getrandbits()`` are counter-based draws (splitmix64) of one 64-bit integer, the stream's key,
+``mix(name key + seed * gamma)``: the seed-th output of a splitmix64 sequence started at the
+name's key, a BLAKE2b of the name's text worked out once per process and name (:func:`key_of`
+with a prefix of its own, so no fault rule's key is a stream's). A session hashes nothing (a
+seed outside 64 bits excepted, hashed once), a stream costs one ``mix`` and an object, and one
+never drawn from costs nothing more. Draws are the same in every process, Python run and hash seed;
+the fault plan (:mod:`simforge.faults.plan`) draws its decisions the same way.
+
+Hand-written because the standard library has no counter-based generator (numpy has, and is not
+a dependency): the streams were ``random.Random(f"{seed}\\x1f{name}")``, a SHA-512 and a
+624-word Mersenne Twister initialisation on each stream's first draw, about 5 us, which a short
+episode paid on most of its calls (issue 24). A pure-Python draw costs more than the C
+generator's, so a stream drawn from often works its words out in blocks
+(:func:`~simforge.keyed.block`); ``docs/architecture.md`` and ``BENCHMARKS.md`` give the trade.
 """
 
 from __future__ import annotations
 
-import random
-from typing import Any
+from simforge.keyed import GAMMA, M64, KeyedRandom, key_of, mix
+
+_NAME_KEYS: dict[tuple[str, ...], int] = {}
+"""Each stream name's key, worked out once per process (a name is a kind and a tool: few)."""
+_MOST_NAMES = 1 << 16  # past this many names (a runaway caller), the cache starts over
 
 
-class LazyRandom(random.Random):
-    """``random.Random(material)``, seeded when it is first drawn from or inspected.
-
-    Written here because the standard library has no deferred seeding. Every draw of
-    ``random.Random`` goes through ``random()`` or ``getrandbits()``; until the first one, the
-    instance shadows both with a method that seeds and then removes the shadow, so later draws
-    run the C methods directly. ``getstate``, ``setstate`` and ``seed`` (and so ``pickle`` and
-    ``copy``) see the seeded generator."""
-
-    def __init__(self, material: Any = None) -> None:
-        self._material = material
-        self.gauss_next = None
-        self.random = self._first_random  # type: ignore[method-assign]
-        self.getrandbits = self._first_getrandbits  # type: ignore[method-assign]
-
-    def _unshadow(self) -> bool:
-        """Drop the first-draw shadows (the C methods answer from now on); whether there were."""
-        if "random" not in self.__dict__:
-            return False
-        del self.random
-        del self.getrandbits
-        return True
-
-    def _seed_now(self) -> None:
-        if self._unshadow():
-            super().seed(self._material)
-
-    def _first_random(self) -> float:
-        self._seed_now()
-        return self.random()
-
-    def _first_getrandbits(self, k: int) -> int:
-        self._seed_now()
-        return self.getrandbits(k)
-
-    def seed(self, a: Any = None, version: int = 2) -> None:
-        self._unshadow()
-        super().seed(a, version)
-
-    def getstate(self) -> tuple[Any, ...]:
-        self._seed_now()
-        return super().getstate()
-
-    def setstate(self, state: tuple[Any, ...]) -> None:
-        self._unshadow()
-        super().setstate(state)
+def name_key(key: tuple[str, ...]) -> int:
+    """A stream name's 64-bit key: BLAKE2b of ``stream\\x1f`` and its parts, once per process."""
+    part = _NAME_KEYS.get(key)
+    if part is None:
+        if len(_NAME_KEYS) >= _MOST_NAMES:
+            _NAME_KEYS.clear()
+        part = _NAME_KEYS[key] = key_of("stream", *key)
+    return part
 
 
 class Streams:
-    __slots__ = ("_streams", "seed")
+    __slots__ = ("_key", "_streams", "seed")
 
     def __init__(self, seed: int) -> None:
         self.seed = seed
-        self._streams: dict[tuple[str, ...], random.Random] = {}
+        self._key = seed * GAMMA & M64 if 0 <= seed <= M64 else key_of("streams", seed)
+        self._streams: dict[tuple[str, ...], KeyedRandom] = {}
 
-    def __call__(self, *key: str) -> random.Random:
+    def __call__(self, *key: str) -> KeyedRandom:
         stream = self._streams.get(key)
         if stream is None:
-            stream = LazyRandom(f"{self.seed}\x1f" + "\x1f".join(key))
-            self._streams[key] = stream
+            stream = self._streams[key] = KeyedRandom(mix((self._key + name_key(key)) & M64))
         return stream
