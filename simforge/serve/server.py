@@ -47,8 +47,8 @@ from websockets.exceptions import InvalidState
 from websockets.http11 import Request
 
 from .guard import Gate
-from .tool_plane import Route
 from .sessions import Limits
+from .tool_plane import Route
 
 _IDLE, _HEADERS, _BODY = 0, 1, 2
 """What a connection's deadline covers: nothing (between requests: the keep-alive timer's),
