@@ -50,6 +50,13 @@ fresh process per round pinned to the server's CPU, alternating with ``--baselin
 
     .venv/bin/python benchmarks/serve.py --only openenv-handler --rounds 7 --baseline-root DIR
 
+**The tool plane through the HTTP protocol alone** (``--only rest-handler``): the read and the
+write of ``--only rest`` fed as bytes to the server's own HTTP protocol (uvicorn's, with the
+direct path) in process, no socket, CPU microseconds per request, a fresh process per round
+pinned to the server's CPU, alternating with ``--baseline-root``.
+
+    .venv/bin/python benchmarks/serve.py --only rest-handler --rounds 7 --baseline-root DIR
+
 ``--baseline-root DIR`` adds, to both parts, ``simforge serve`` run from another checkout (the
 commit before a change: ``git archive <commit> | tar -x -C DIR``), interleaved with the rest.
 """
@@ -62,6 +69,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -128,6 +136,11 @@ def wrk(
 
 
 def start(cmd: list[str], port: int, cwd: Path | None = None) -> subprocess.Popen[bytes]:
+    with socket.socket() as taken:  # else /health would be another sitting's server's
+        try:
+            taken.bind(("127.0.0.1", port))
+        except OSError:
+            raise RuntimeError(f"port {port} is in use (another sitting? --port-offset)") from None
     proc = subprocess.Popen(
         ["taskset", "-c", SERVER_CPU, *cmd],
         cwd=cwd,
@@ -974,6 +987,41 @@ print(json.dumps([batch(episodes) for _ in range(batches)]))
 played round robin with :func:`openenv_frames`, CPU microseconds per message, per batch."""
 
 
+def alternating(args: argparse.Namespace, script: str, argv: list[str]) -> tuple[
+        dict[str, Path], list[dict[str, Any]]]:
+    """``script`` run in a fresh process per checkout and round (this one and, with
+    ``--baseline-root``, the other, alternating, the order rotated), pinned to the server's
+    CPU: per round, what each printed (JSON)."""
+    roots = {"this checkout": ROOT}
+    if args.baseline_root:
+        roots["baseline"] = Path(args.baseline_root).resolve()
+    rounds: list[dict[str, Any]] = []
+    for r in range(args.rounds):
+        order = list(roots.items())
+        order = order[r % len(order):] + order[:r % len(order)]
+        got = {}
+        for label, root in order:
+            out = subprocess.run(
+                ["taskset", "-c", SERVER_CPU, str(PY), "-c", script, *argv],
+                cwd=tempfile.gettempdir(), env={**os.environ, "PYTHONPATH": str(root)},
+                capture_output=True, text=True, check=True)
+            got[label] = json.loads(out.stdout)
+        rounds.append(got)
+    return roots, rounds
+
+
+def spread(rounds: list[dict[str, float]], label: str, key: str) -> dict[str, Any]:
+    """``label``'s median over rounds and min-max under ``key``, and (beside a baseline) its
+    ratio to the baseline taken within each round."""
+    values = [r[label] for r in rounds]
+    out: dict[str, Any] = {key: median(values), "min": min(values), "max": max(values)}
+    if label != "baseline" and "baseline" in rounds[0]:
+        ratios = [r[label] / r["baseline"] for r in rounds]
+        out["vs_baseline"] = {"median": median(ratios), "min": min(ratios),
+                              "max": max(ratios)}
+    return out
+
+
 def openenv_handler(args: argparse.Namespace, batches: int = 5,
                     episodes: int = 10) -> dict[str, object]:
     """The ``/ws`` handler's cost per message in process, this checkout and (with
@@ -981,33 +1029,94 @@ def openenv_handler(args: argparse.Namespace, batches: int = 5,
     (pinned to the server's CPU, the collector as Python leaves it): per round the median of
     ``batches`` batches; per checkout the median over rounds and min-max, and the ratio to the
     baseline taken within each round."""
-    roots = {"this checkout": ROOT}
-    if args.baseline_root:
-        roots["baseline"] = Path(args.baseline_root).resolve()
     frames = json.dumps([f.decode() for f in openenv_frames()])
-    rounds: list[dict[str, float]] = []
-    for r in range(args.rounds):
-        order = list(roots.items())
-        order = order[r % len(order):] + order[:r % len(order)]
-        got = {}
-        for label, root in order:
-            out = subprocess.run(
-                ["taskset", "-c", SERVER_CPU, str(PY), "-c", WS_HANDLER_LOOP, frames,
-                 str(batches), str(episodes)],
-                cwd=tempfile.gettempdir(), env={**os.environ, "PYTHONPATH": str(root)},
-                capture_output=True, text=True, check=True)
-            got[label] = median(json.loads(out.stdout))
-        rounds.append(got)
-    summary = {}
-    for label in roots:
-        values = [r[label] for r in rounds]
-        summary[label] = {"us_per_message": median(values), "min": min(values),
-                          "max": max(values)}
-        if "baseline" in roots and label != "baseline":
-            ratios = [r[label] / r["baseline"] for r in rounds]
-            summary[label]["vs_baseline"] = {"median": median(ratios), "min": min(ratios),
-                                             "max": max(ratios)}
+    roots, printed = alternating(args, WS_HANDLER_LOOP, [frames, str(batches), str(episodes)])
+    rounds = [{label: median(batch) for label, batch in r.items()} for r in printed]
+    summary = {label: spread(rounds, label, "us_per_message") for label in roots}
     return {"rounds": rounds, "summary": summary, "load_average": os.getloadavg()}
+
+
+REST_HANDLER_LOOP = """
+import asyncio, json, sys, time
+import uvloop
+from uvicorn.server import ServerState
+from simforge.serve.app import create_app
+from simforge.serve.cli import tune_gc
+from simforge.serve.server import server_config
+
+requests = {k: v.encode() for k, v in json.loads(sys.argv[1]).items()}
+batches, n = int(sys.argv[2]), int(sys.argv[3])
+app = create_app("acme/refund-damaged-order-v1", time_scale=0, token="t")
+config = server_config(app, "127.0.0.1", 9, app.state.manager.limits, log_level="warning")
+config.load()
+
+
+class Transport(asyncio.Transport):
+    last = b""
+
+    def write(self, data):
+        self.last = data
+
+    def is_closing(self):
+        return False
+
+    def get_extra_info(self, name, default=None):
+        return {"sockname": ("127.0.0.1", 9), "peername": ("127.0.0.1", 10)}.get(name, default)
+
+
+async def main():
+    loop = asyncio.get_running_loop()
+    proto = config.http_protocol_class(config=config, server_state=ServerState(),
+                                       app_state={}, _loop=loop)
+    transport = Transport()
+    proto.connection_made(transport)
+
+    async def batch(request, k):
+        t0 = time.process_time()
+        for i in range(k):
+            proto.data_received(request)
+            if i % 64 == 63:
+                await asyncio.sleep(0)  # the loop turns, as between a server's reads
+        if not transport.last.startswith(b"HTTP/1.1 200"):
+            raise SystemExit(f"not answered: {transport.last!r:.300}")
+        return (time.process_time() - t0) / k * 1e6
+
+    out = {}
+    for kind, request in requests.items():  # reads first: the writes grow the world
+        await batch(request, 500)
+        out[kind] = [await batch(request, n) for _ in range(batches)]
+    print(json.dumps(out))
+
+
+tune_gc()
+uvloop.install()
+asyncio.run(main())
+"""
+"""A tool-plane request whole, as ``simforge serve`` handles it, without the socket: uvicorn's
+HTTP protocol as the server configures it (the direct path) fed the request's bytes, a
+transport that keeps the answer, the collector tuned as ``serve`` tunes it: CPU microseconds
+per request, per batch."""
+
+
+def rest_handler(args: argparse.Namespace, batches: int = 5, n: int = 4000) -> dict[str, object]:
+    """The read and the write of ``--only rest`` through the server's HTTP protocol in process
+    (:data:`REST_HANDLER_LOOP`), this checkout and the ``--baseline-root`` alternating in
+    fresh processes over ``--rounds`` rounds: per kind and checkout the median over rounds
+    (each round's the median of ``batches`` batches of ``n`` requests) and min-max, and the
+    ratio to the baseline taken within each round."""
+    requests = {}
+    for kind, (path, body) in (("read", READ), ("write", WRITE)):
+        raw = json.dumps(body, separators=(",", ":"))
+        requests[kind] = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                          f"Content-Type: application/json\r\nContent-Length: {len(raw)}"
+                          f"\r\n\r\n{raw}")
+    roots, printed = alternating(args, REST_HANDLER_LOOP,
+                                 [json.dumps(requests), str(batches), str(n)])
+    summary = {}
+    for kind in requests:
+        rounds = [{label: median(got[kind]) for label, got in r.items()} for r in printed]
+        summary[kind] = {label: spread(rounds, label, "us_per_request") for label in roots}
+    return {"rounds": printed, "summary": summary, "load_average": os.getloadavg()}
 
 
 def print_openenv(ws: dict[str, Any]) -> None:
@@ -1145,6 +1254,9 @@ def main() -> None:
                     help="OpenEnv /ws: concurrent connections of the load")
     ap.add_argument("--rounds", type=int, default=5,
                     help="MCP beside REST, REST beside Starlette, OpenEnv: interleaved rounds")
+    ap.add_argument("--port-offset", type=int, default=0,
+                    help="MCP, REST and OpenEnv parts: added to their ports (18195, 18196, "
+                         "18200-18202), so that two sittings on one machine do not meet")
     ap.add_argument("--skip-load", action="store_true")
     ap.add_argument("--load-processes", type=int, default=4,
                     help="the 500-session load: processes of the load generator")
@@ -1205,16 +1317,21 @@ def main() -> None:
             )
     report: dict[str, object] = {"servers": records}
     if "mcp" in names:
-        report["mcp"] = mcp_side_by_side(args, tmp)
+        report["mcp"] = mcp_side_by_side(args, tmp, 18195 + args.port_offset)
         report["mcp_in_process"] = mcp_in_process()
     if "rest" in names:
-        report["rest"] = rest_side_by_side(args, tmp)
+        report["rest"] = rest_side_by_side(args, tmp, 18200 + args.port_offset)
     if "openenv" in names:
-        report["openenv"] = openenv_side_by_side(args)
+        report["openenv"] = openenv_side_by_side(args, 18196 + args.port_offset)
     if "openenv-handler" in names:
         report["openenv_handler"] = handler = openenv_handler(args)
         print("/ws handler in process, us per message (median over rounds, min-max):",
               json.dumps(handler["summary"]), "load average", handler["load_average"])
+    if "rest-handler" in names:
+        report["rest_handler"] = rest = rest_handler(args)
+        print("tool plane through the HTTP protocol in process, us per request (median over "
+              "rounds, min-max):", json.dumps(rest["summary"]), "load average",
+              rest["load_average"])
     if "load" in names:
         report["load_500x20"] = load_500(18194, processes=args.load_processes,
                                          client_cpus=args.load_cpus)

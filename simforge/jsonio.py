@@ -154,7 +154,8 @@ def loads(data: bytes | bytearray | memoryview | str, limit: int = MAX_DEPTH) ->
     orjson itself stops at 1,024 levels while parsing, so no input builds more than that
     before it is refused; the exact limit is then checked on the value, unless the text holds
     no more than ``limit`` opening brackets in all (counted in C; brackets inside strings are
-    counted too, which can only send a value to the check): it cannot nest deeper than that.
+    counted too, which can only send a value to the check), or no more than ``limit``
+    characters (most tool calls' arguments): it cannot nest deeper than that.
     """
     try:
         value = orjson.loads(data)
@@ -162,7 +163,7 @@ def loads(data: bytes | bytearray | memoryview | str, limit: int = MAX_DEPTH) ->
         if "depth limit" in str(exc):
             raise DepthError(limit) from None
         raise
-    if _brackets(data) > limit and exceeds_depth(value, limit):
+    if len(data) > limit and _brackets(data) > limit and exceeds_depth(value, limit):
         raise DepthError(limit)
     return value
 

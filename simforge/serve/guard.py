@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from .problems import PROBLEM_JSON, Problem
-from .tool_plane import Answer, Receive, Scope, Send, route
+from .tool_plane import Answer, Receive, Route, Scope, Send, route
 
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
@@ -161,27 +161,34 @@ class Gate:
         if request.exceeded and not request.started:
             await _send_problem(send, body_too_large(self.limit))
 
-    def wants(self, scope: Scope) -> bool:
+    def wants(self, scope: Scope) -> Route | None:
         """Whether :meth:`now` may answer this request once its body is in: a ``POST`` to the
         tool plane with a ``Content-Length`` within the limit (nothing else to count) that the
-        access policy lets through."""
-        if scope["method"] != "POST" or route(scope["path"]) is None:
-            return False
+        access policy lets through. Its route (for :meth:`now`) if so, else ``None``."""
+        if scope["method"] != "POST":
+            return None
+        target = route(scope["path"])
+        if target is None:
+            return None
         if self.refuse is not None and self.refuse(scope) is not None:
-            return False
+            return None
         length = None
         for key, value in scope["headers"]:
             if key == b"content-length":
                 length = value
             elif key == b"transfer-encoding":
-                return False
-        return length is not None and length.isdigit() and int(length) <= self.limit
+                return None
+        if length is not None and length.isdigit() and int(length) <= self.limit:
+            return target
+        return None
 
-    def now(self, scope: Scope, body: bytes) -> Answer | None:
-        """The answer to a request :meth:`wants`, computed at once (the tool plane's
-        :meth:`~.tool_plane.ToolPlane.now`); ``None``: through the gate as ASGI instead."""
-        target = route(scope["path"])
-        assert target is not None
+    def now(self, scope: Scope, body: bytes, target: Route | None = None) -> Answer | None:
+        """The answer to a request :meth:`wants` (``target``: the route it gave), computed at
+        once (the tool plane's :meth:`~.tool_plane.ToolPlane.now`); ``None``: through the gate
+        as ASGI instead."""
+        if target is None:
+            target = route(scope["path"])
+            assert target is not None
         answer: Answer | None = self.tool_plane.now(scope, body, *target)
         return answer
 

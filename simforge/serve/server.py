@@ -48,6 +48,7 @@ from websockets.http11 import Request
 
 from .guard import Gate
 from .sessions import Limits
+from .tool_plane import Route
 
 _IDLE, _HEADERS, _BODY = 0, 1, 2
 """What a connection's deadline covers: nothing (between requests: the keep-alive timer's),
@@ -78,8 +79,15 @@ class _Deadlines(HttpToolsProtocol):
         self._request = 0
         self._armed = (_IDLE, 0)
         """The ``(phase, request)`` the timer is set for."""
-        self._held: tuple[RequestResponseCycle, Any] | None = None
-        """A request the gate wants, its body still coming: no task was started for it."""
+        self._held: tuple[RequestResponseCycle, Any, Any] | None = None
+        """A request the gate wants (with its route), its body still coming: no task was
+        started for it."""
+        self._idle_since: float | None = None
+        """When the connection last fell idle (its last response complete, nothing received
+        since); ``None`` while a request is on its way or being answered."""
+        self._head: tuple[object, bytes] = ((), b"")
+        """uvicorn's default headers (``date``, ``server``) as bytes, and the list they were
+        joined from: uvicorn replaces the list once a second."""
 
     def _sync(self) -> None:
         wanted = (self._phase, self._request)
@@ -124,7 +132,49 @@ class _Deadlines(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        if self.timeout_keep_alive_task is not None:  # the keep-alive timer, below
+            self.timeout_keep_alive_task.cancel()
+            self.timeout_keep_alive_task = None
         super().connection_lost(exc)
+
+    # -- keep-alive: one timer per idle stretch, not one per request -----------------------------
+    #
+    # uvicorn cancels its keep-alive timer whenever bytes arrive and starts a new one after every
+    # response: a timer handle made and cancelled per request. Here bytes arriving only note that
+    # the connection is busy; the timer, when it fires, closes the connection if it has been idle
+    # for the whole keep-alive since its last response, and otherwise waits for the rest of it
+    # (or, busy, for the next response to start it again). The same connections are closed, at
+    # the same moments.
+
+    def _unset_keepalive_if_required(self) -> None:
+        self._idle_since = None
+
+    def on_response_complete(self) -> None:
+        # uvicorn's, but for the keep-alive timer
+        self.server_state.total_requests += 1
+        if self.transport.is_closing():
+            return
+        self._idle_since = None
+        self.flow.resume_reading()
+        if self.pipeline:
+            cycle, app = self.pipeline.pop()
+            self._start_asgi_task(cycle, app)
+        else:
+            self._idle_since = self.loop.time()
+            if self.timeout_keep_alive_task is None:
+                self.timeout_keep_alive_task = self.loop.call_later(
+                    self.timeout_keep_alive, self._keep_alive_due)
+
+    def _keep_alive_due(self) -> None:
+        self.timeout_keep_alive_task = None
+        idle_since = self._idle_since
+        if idle_since is None:  # busy: the next response starts the timer again
+            return
+        left = idle_since + self.timeout_keep_alive - self.loop.time()
+        if left > 0:
+            self.timeout_keep_alive_task = self.loop.call_later(left, self._keep_alive_due)
+        else:
+            self.timeout_keep_alive_handler()
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
@@ -144,9 +194,10 @@ class _Deadlines(HttpToolsProtocol):
         held = self._held
         if held is not None:  # a tool call whose body is in: the direct path's, below
             self._held = None
+            cycle, app, target = held
             assert self.gate is not None
-            if not self._answer_now(held[0], self.gate):
-                super()._start_asgi_task(*held)
+            if not self._answer_now(cycle, self.gate, target):
+                super()._start_asgi_task(cycle, app)
 
     # -- the direct path: a tool call answered where it was parsed -------------------------------
     #
@@ -160,14 +211,16 @@ class _Deadlines(HttpToolsProtocol):
 
     def _start_asgi_task(self, cycle: RequestResponseCycle, app: Any) -> None:
         gate = self.gate
-        if (gate is not None and app is self.app and not cycle.waiting_for_100_continue
-                and gate.wants(cast(Any, cycle.scope))):  # (a client that waits for 100
-            # Continue before it sends the body gets it from uvicorn, when the app reads)
-            if cycle.more_body:
-                self._held = (cycle, app)
-                return
-            if self._answer_now(cycle, gate):  # pipelined: its body was in before its turn
-                return
+        if gate is not None and app is self.app and not cycle.waiting_for_100_continue:
+            # (a client that waits for 100 Continue before it sends the body gets it from
+            # uvicorn, when the app reads)
+            target = gate.wants(cast(Any, cycle.scope))
+            if target is not None:
+                if cycle.more_body:
+                    self._held = (cycle, app, target)
+                    return
+                if self._answer_now(cycle, gate, target):  # pipelined: its body was in
+                    return  # before its turn
         super()._start_asgi_task(cycle, app)
 
     def on_body(self, body: bytes) -> None:
@@ -177,11 +230,11 @@ class _Deadlines(HttpToolsProtocol):
             # has no reader yet, and its body is within the limit (Gate.wants): read it whole
             self.flow.resume_reading()
 
-    def _answer_now(self, cycle: RequestResponseCycle, gate: Gate) -> bool:
+    def _answer_now(self, cycle: RequestResponseCycle, gate: Gate, target: Route) -> bool:
         if self.flow.write_paused or cycle.disconnected:
             return False  # uvicorn's way, which waits for the client to read
         try:
-            answer = gate.now(cast(Any, cycle.scope), bytes(cycle.body))
+            answer = gate.now(cast(Any, cycle.scope), bytes(cycle.body), target)
         except Exception:
             self.logger.exception("Exception in ASGI application\n")
             answer = 500, [(b"content-type", b"text/plain; charset=utf-8"),
@@ -191,8 +244,11 @@ class _Deadlines(HttpToolsProtocol):
         if answer is None:
             return False
         status, headers, body = answer
-        out = [STATUS_LINE[status]]
-        for name, value in (*self.server_state.default_headers, *headers):
+        defaults = self.server_state.default_headers
+        if defaults is not self._head[0]:
+            self._head = defaults, b"".join(b"%s: %s\r\n" % pair for pair in defaults)
+        out = [STATUS_LINE[status], self._head[1]]
+        for name, value in headers:
             out += (name, b": ", value, b"\r\n")
         if not cycle.keep_alive:
             out.append(b"connection: close\r\n")

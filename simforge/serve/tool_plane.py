@@ -75,7 +75,11 @@ class SimulatedReset(ConnectionResetError):
     reset as an exception, as it would over a network."""
 
 
-def route(path: str) -> tuple[str | None, str] | None:
+Route = tuple[str | None, str]
+"""A tool-plane request's ``(session or None, tool)``."""
+
+
+def route(path: str) -> Route | None:
     """``(session or None, tool)`` for a tool-plane path, else ``None`` (FastAPI's business)."""
     if path.startswith("/tools/"):
         name = path[7:]

@@ -165,7 +165,11 @@ class World:
 
     def update(self, entity: str, id: str, changes: Mapping[str, Any], *, now: float) -> Row:
         row = self.require(entity, id)
-        new = {**row, **changes}
+        if type(row) is dict:
+            new = {**row, **changes}
+        else:  # a seeded row (FrozenDict): see :func:`_plain`
+            new = _plain(row)
+            new.update(changes)
         self._write(entity, id, new, now)
         return new
 
@@ -343,6 +347,17 @@ class World:
 
 _NO_ROWS: Mapping[str, Row] = {}
 _floors: dict[int, tuple[Mapping[str, Row], str, int]] = {}
+
+
+def _plain(row: Mapping[str, Any]) -> Row:
+    """A plain copy of a seeded row (a :class:`~simforge.world.frozen.FrozenDict`) that the
+    garbage collector does not track when it holds only scalars. A subclass of ``dict`` is
+    always tracked, and a copy made with ``{**row}`` or ``dict(row)`` inherits that, as does
+    every later version copied from it: each written version of a row would stay in the
+    collector's generations (the log keeps them all) and be walked at every collection it
+    passes through. Built item by item, the copy is tracked only if a value needs it, and so
+    are the versions after it."""
+    return dict(row.items())
 
 
 def _id_floor(table: Mapping[str, Row], prefix: str) -> int:

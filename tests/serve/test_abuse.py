@@ -210,3 +210,31 @@ def test_an_idle_keep_alive_connection_outlives_the_header_timeout(live_server):
     assert first.status_code == second.status_code == 200
     assert live.app.state.manager.limits.keep_alive > 5.0  # above httpx's default expiry
     assert Limits().keep_alive > 15.0  # and aiohttp's
+
+
+def test_keep_alive_counts_from_the_last_answer(live_server):
+    """A connection whose requests keep coming, each sooner than the keep-alive after the last
+    answer, stays open well past the keep-alive; once idle for the whole keep-alive it is
+    closed, and not much later."""
+    keep_alive = 0.6
+    live = live_server(MINI, limits=Limits(keep_alive=keep_alive, header_timeout=5))
+    body = b'{"customer_id": "C-0001"}'
+    whole = (b"POST /tools/get_customer HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+             b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+    sock = socket.create_connection(("127.0.0.1", live.port))
+    sock.settimeout(5)
+    try:
+        started = time.monotonic()
+        for _ in range(6):  # 6 x 0.35 s: 3.5 keep-alives in all
+            sock.sendall(whole)
+            assert sock.recv(65536).startswith(b"HTTP/1.1 200")
+            time.sleep(0.35)
+        assert time.monotonic() - started > 3 * keep_alive
+        sock.sendall(whole)  # still open
+        assert sock.recv(65536).startswith(b"HTTP/1.1 200")
+        idle = time.monotonic()
+        assert sock.recv(65536) == b""  # closed by the server
+        waited = time.monotonic() - idle
+        assert keep_alive * 0.8 < waited < keep_alive + 1.5, waited
+    finally:
+        sock.close()

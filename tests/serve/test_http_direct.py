@@ -55,7 +55,16 @@ async def test_direct_answers_as_asgi(make_app: Callable[..., SimforgeApp],
     cases = [READ, WRITE, ("/tools/get_customer", {"customer_id": "nobody"}),
              ("/tools/no_such_tool", {}), ("/tools/get_customer", b"{not json"),
              ("/tools/apply_account_credit", {"customer_id": "C-9001"}),
-             ("/s/nope/tools/get_customer", READ[1])]
+             ("/s/nope/tools/get_customer", READ[1]),
+             # amounts rounded to cents both ways (money's shortcut and round), a refusal
+             ("/tools/apply_account_credit", {**WRITE[1], "amount": 0.1 + 0.2}),
+             ("/tools/apply_account_credit", {**WRITE[1], "amount": 2.675}),
+             ("/tools/apply_account_credit", {**WRITE[1], "amount": 250.01}),
+             # an integer beyond 64 bits (the long-number scan), deep and long bodies
+             ("/tools/get_customer", b'{"customer_id": "C-9001", "n": 123456789012345678901}'),
+             ("/tools/get_customer", b'{"customer_id": "C-9001", "x": ' + b"[" * 129
+              + b"]" * 129 + b"}"),
+             ("/tools/get_customer", {"customer_id": "C-9001", "x": [[[1]]] * 40})]
     server = live_server(ACME)
     app = make_app(ACME)
     transport = httpx.ASGITransport(app=app)

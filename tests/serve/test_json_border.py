@@ -103,3 +103,19 @@ async def test_mcp_answers_a_wide_integer_as_an_invalid_request(client):
     r = await client.post("/mcp", content=raw, headers={"content-type": "application/json"})
     error = r.json()["error"]
     assert error["code"] == -32600 and "params.arguments.customer_id" in error["message"]
+
+
+_DIGIT_RUNS = st.lists(st.one_of(st.binary(max_size=8), st.integers(0, 10**30).map(
+    lambda n: str(n).encode())), max_size=8).map(b"".join)
+
+
+@given(_DIGIT_RUNS)
+def test_the_long_number_scan_finds_what_the_regular_expression_finds(data: bytes) -> None:
+    """The scan for 19 digits in a row (a translation to zeros, then a substring search)
+    answers as ``re.search(rb"\\d{19}")`` does, on any bytes."""
+    import re
+
+    from simforge.serve.problems import _DIGITS_AS_ZERO, _LONG_NUMBER
+
+    found = len(data) >= 19 and _LONG_NUMBER in data.translate(_DIGITS_AS_ZERO)
+    assert found == (re.search(rb"\d{19}", data) is not None)

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import math
+import struct
 from typing import TYPE_CHECKING
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 if TYPE_CHECKING:
     from conftest import Desk
@@ -197,3 +201,20 @@ def test_account_credit_for_closed_customer_is_refused(desk: Desk) -> None:
         desk.error("apply_account_credit", customer_id="C-9001", amount=5.0, reason="x").status
         == 412
     )
+
+
+@settings(max_examples=2000)
+@given(st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(-10**12, 10**12).map(lambda k: k / 100),
+    st.integers(-10**12, 10**12).map(lambda k: math.nextafter(k / 100, math.inf)),
+    st.integers(-10**12, 10**12).map(lambda k: math.nextafter(k / 100, -math.inf)),
+))
+def test_money_is_round_to_cents_bit_for_bit(value: float) -> None:
+    """``money``'s shortcut for whole cents answers exactly what ``round(x, 2)`` answers."""
+    from tools_mock.acme.common import money
+
+    expected = round(float(value) + 0.0, 2)
+    got = money(value)
+    assert struct.pack("<d", got) == struct.pack("<d", expected) or (
+        math.isnan(got) and math.isnan(expected))

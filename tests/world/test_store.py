@@ -203,3 +203,25 @@ def test_insert_fills_defaults_in_order_and_never_reuses_an_id():
     assert w.insert("Account", {"owner": "b"}, now=3)["id"] == "A-008"
     assert w.insert("Account", {"owner": "c"}, now=4)["id"] == "A-010"  # 006 deleted, 009 taken
     assert w.get("Account", "A-006") is None
+
+
+def test_versions_of_a_seeded_row_are_plain_untracked_dicts():
+    """A write to a seeded (frozen) row makes a plain dict the collector does not track when
+    it holds only scalars, as do the versions after it; one holding a container is tracked
+    (as it must be), and the rows read the same either way."""
+    import gc
+
+    from simforge.world.frozen import freeze
+
+    w = World(SCHEMAS, freeze(BASE))
+    seeded = w.get("Account", "A-001")
+    assert gc.is_tracked(seeded)  # a FrozenDict: always tracked
+    first = w.update("Account", "A-001", {"balance": 1.0}, now=1.0)
+    second = w.update("Account", "A-001", {"status": "frozen"}, now=2.0)
+    assert type(first) is dict and not gc.is_tracked(first) and not gc.is_tracked(second)
+    assert first == {**seeded, "balance": 1.0}
+    assert second == {**seeded, "balance": 1.0, "status": "frozen"}
+    assert list(second) == list(seeded)  # the key order stays the row's
+    boxed = w.update("Account", "A-002", {"owner": ["a", "b"]}, now=3.0)
+    assert gc.is_tracked(boxed)
+    assert gc.is_tracked(w.update("Account", "A-002", {"status": "x"}, now=4.0))

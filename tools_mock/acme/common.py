@@ -91,8 +91,17 @@ def parse_day(text: str) -> date:
 
 
 def money(value: float) -> float:
-    """Amounts are kept in currency units rounded to cents."""
-    return round(float(value) + 0.0, 2)
+    """Amounts are kept in currency units rounded to cents.
+
+    ``round(x, 2)``, which goes through a decimal string, except for an amount that is already
+    a whole number of cents (most are): ``x`` is then the float nearest ``k / 100`` for an
+    integer ``k``, which is exactly what ``round`` answers, and a multiplication, a division
+    and a comparison show it."""
+    value = float(value) + 0.0
+    cents = value * 100.0
+    if cents.is_integer() and cents / 100.0 == value:
+        return value
+    return round(value, 2)
 
 
 def seq_ids(prefix: str, count: int, *, width: int = 4, start: int = 0) -> Iterator[str]:
