@@ -118,6 +118,9 @@ BUILTIN_RAISES_ALLOWED = {
     ("simforge/trace/formats/otlp.py", "_spans_of_resource"):
         "inside a record: becomes a TraceError",
     ("simforge/runs/harness.py", "act"): "a caller's bug: the loop plays it by episode",
+    ("simforge/keyed.py", "getrandbits"): "random.Random's protocol: what the stdlib raises",
+    ("simforge/keyed.py", "seed"): "random.Random's protocol: what the stdlib raises",
+    ("simforge/keyed.py", "setstate"): "random.Random's protocol: what the stdlib raises",
 }
 """Where simforge raises a built-in exception itself, with the reason. Everywhere else, an error
 a caller can meet is one of the tree's, so the CLI's ``except UserError`` sees bad input and a
