@@ -38,6 +38,7 @@ from simforge.synth.runtime.side_effects import RESULT, apply_side_effects
 from simforge.synth.runtime.text_model import op
 from simforge.tools.context import ToolContext
 from simforge.tools.errors import ToolError
+from simforge.world.frozen import FrozenDict
 
 Row = dict[str, Any]
 Handler = Callable[[Any, dict[str, Any], interp.Runtime], Any]
@@ -207,10 +208,30 @@ def _compile_view(view: Mapping[str, Any]) -> Callable[[Row, Mapping[str, Any]],
     if not omit and not omit_null:
         return lambda row, args: row
     if not omit_null:
-        return lambda row, args: {k: v for k, v in row.items() if k not in omit}
-    return lambda row, args: {
-        k: v for k, v in row.items() if k not in omit and not (v is None and k in omit_null)
-    }
+        return lambda row, args: _without(row, omit)
+
+    def show(row: Row, args: Mapping[str, Any]) -> Any:
+        out = _without(row, omit)
+        for k in omit_null:
+            if k in out and out[k] is None:
+                del out[k]
+        return out
+
+    return show
+
+
+def _without(row: Row, omit: frozenset[str]) -> Row:
+    """``{k: v for k, v in row.items() if k not in omit}``: for the world's rows (a ``dict`` or
+    a :class:`FrozenDict`) as a C-level copy (a plain ``dict``, the row's key order) less the
+    omitted keys, several times faster than the comprehension on a row of a dozen fields."""
+    kind = type(row)
+    if kind is dict or kind is FrozenDict:
+        out = row.copy()
+        for k in omit:
+            if k in out:
+                del out[k]
+        return out
+    return {k: v for k, v in row.items() if k not in omit}
 
 
 # -- get and update --------------------------------------------------------------------------
@@ -429,7 +450,7 @@ def _compile_search(desc: Mapping[str, Any], known: frozenset[str]) -> Handler:
 
     def shown(row: Row, args: Mapping[str, Any]) -> Row | None:
         """The record a row is searched as (``None``: a merge does not apply to it)."""
-        merged = {k: v for k, v in row.items() if k not in omit}
+        merged = _without(row, omit)
         try:
             for segments in merges:
                 sub = interp._walk(row, segments, args)
