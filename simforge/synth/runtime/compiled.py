@@ -16,7 +16,8 @@ closure instead, which gives the same results, errors and writes:
 - what a description does not use is skipped (ids resolved for error conditions that do not
   exist, empty effect lists).
 
-Kinds with nothing to compile (``constant``, ``replay``, ``compute``, ``state``, ``declared``)
+``replay`` and ``constant`` answer straight from the replay table or the value, skipping the
+interpreter's dispatch. Kinds with nothing to compile (``compute``, ``state``, ``declared``)
 run through the interpreter. The plain pack files stay what is written and read; the compiled
 form is derived from them, cached in-process by the description's content hash.
 """
@@ -94,6 +95,10 @@ def _compile_kind(desc: Mapping[str, Any], known: frozenset[str]) -> Handler:
         body = _compile_search(desc, known)
     elif kind == "find":
         body = _compile_find(desc, known)
+    elif kind == "replay":
+        body = _compile_replay(desc.get("tool", ""))
+    elif kind == "constant":
+        body = _compile_constant(desc["value"])
     if kind == "state" or body is None:
         return lambda store, args, rt: interp.run(desc, store, args, rt)
     named = any(r.get("arg") == RESULT for r in desc.get("side") or ())
@@ -112,6 +117,20 @@ def _compile_kind(desc: Mapping[str, Any], known: frozenset[str]) -> Handler:
         return result
 
     return full
+
+
+def _compile_replay(tool: str) -> Handler:
+    def replay(store: Any, args: dict[str, Any], rt: interp.Runtime) -> Any:
+        return interp._replay(tool, args, rt)
+
+    return replay
+
+
+def _compile_constant(value: Any) -> Handler:
+    def constant(store: Any, args: dict[str, Any], rt: interp.Runtime) -> Any:
+        return value
+
+    return constant
 
 
 # -- pieces shared by the kinds ----------------------------------------------------------------
