@@ -370,3 +370,20 @@ def test_nan_is_never_found_by_a_probe():
     assert compile_handler(desc, SCHEMAS)(ctx, {"qa": table["r0"]["a"]},
                                           interp.Runtime({}, {})) == []
     assert math.isnan(table["r0"]["a"])
+
+
+def test_replay_and_constant_handlers_answer_as_the_interpreter():
+    from simforge.synth.runtime.replay_table import ReplayTable
+
+    table = ReplayTable([{"args": {"id": "a"}, "response": {"result": {"x": [1]}}},
+                         {"args": {"id": "b"}, "response": {"error": "Error: no such b"}}])
+    runtimes = [interp.Runtime({}, {"r": table}), interp.Runtime({}, {})]
+    descs = [{"tool": "r", "kind": "replay"}, {"tool": "c", "kind": "constant", "value": [1]},
+             {"tool": "r", "kind": "replay", "records": True},
+             {"tool": "r", "kind": "replay", "side": [{"arg": "@result", "entity": "Item"}]}]
+    ctx = ToolContext(_world({}, []), 0.0, random.Random(0))
+    for desc in descs:
+        compiled = compile_handler(desc, ["Item"])
+        for rt in runtimes:
+            for args in ({"id": "a"}, {"id": "b"}, {"id": "bb"}, {}):
+                assert outcome(compiled, ctx, args, rt) == outcome(interp.run, desc, ctx, args, rt)

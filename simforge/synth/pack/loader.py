@@ -179,7 +179,8 @@ def load_synth_pack(folder: Path | str, *, compiled: bool = True) -> Pack:
         desc = entry["handler"]
         model = input_model(spec.name, spec.input_schema)
         handler = compile_handler(desc, entities) if compiled else functools.partial(run, desc)
-        tools.append(Tool(spec, model, _handler(handler, runtime, ensure_parents)))
+        flat = _flat_fields(model, spec.input_schema)
+        tools.append(Tool(spec, model, _handler(handler, runtime, ensure_parents, flat)))
     return Pack(
         name=manifest.get("name", folder.name),
         description=manifest.get("description", "synthesized from traces"),
@@ -190,9 +191,44 @@ def load_synth_pack(folder: Path | str, *, compiled: bool = True) -> Pack:
     )
 
 
-def _handler(compiled: Any, runtime: Runtime, ensure: Any) -> Any:
-    def handler(ctx: ToolContext, args: BaseModel) -> Any:
-        ensure()
-        return compiled(ctx, args.model_dump(exclude_unset=True), runtime)
+_FLAT_TYPES = frozenset({"string", "integer", "number", "boolean", "null"})
 
-    return handler
+
+def _flat_fields(model: type[BaseModel], schema: dict[str, Any]) -> tuple[str, ...] | None:
+    """The argument names in order when every argument is a scalar (a string, number, boolean
+    or null, or an enum of those) and the model is closed; else ``None``. For such a model the
+    validated values are immutable scalars, so the dict of the fields set, in declaration order,
+    is what ``model_dump(exclude_unset=True)`` returns, without the serializer's pass."""
+    if model.model_config.get("extra") != "forbid":
+        return None
+    props = schema.get("properties") or {}
+    for sub in props.values():
+        if not isinstance(sub, dict) or "anyOf" in sub:
+            return None
+        if "enum" in sub or "const" in sub:
+            values = sub.get("enum") or [sub.get("const")]
+            if not all(type(v) in (str, int, float, bool, type(None)) for v in values):
+                return None
+        elif not isinstance(sub.get("type"), str) or sub["type"] not in _FLAT_TYPES:
+            return None
+    names = tuple(model.model_fields)
+    return names if set(names) == set(props) else None
+
+
+def _handler(
+    compiled: Any, runtime: Runtime, ensure: Any, flat: tuple[str, ...] | None = None
+) -> Any:
+    if flat is None:
+
+        def handler(ctx: ToolContext, args: BaseModel) -> Any:
+            ensure()
+            return compiled(ctx, args.model_dump(exclude_unset=True), runtime)
+
+        return handler
+
+    def flat_handler(ctx: ToolContext, args: BaseModel) -> Any:
+        ensure()
+        values, given = args.__dict__, args.__pydantic_fields_set__
+        return compiled(ctx, {k: values[k] for k in flat if k in given}, runtime)
+
+    return flat_handler
