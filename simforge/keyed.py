@@ -142,7 +142,7 @@ class KeyedRandom(random.Random):
         n = self.used
         if n < _SCALAR:
             self.used = n + 1
-            return mix((self.key + (n + 1) * GAMMA) & M64)
+            return word(self.key, n)
         size = n if n < _BLOCK else _BLOCK
         self.used = n + size
         self._words = words = block(self.key, n, size)

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import os
 import secrets
 import time
+import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
@@ -67,13 +67,9 @@ def with_budgets(loaded: LoadedScenario, budgets: BudgetConfig) -> LoadedScenari
     return dataclasses.replace(loaded, scenario=scenario)
 
 
-def uuid4_hex() -> str:
-    """``uuid.uuid4().hex`` (16 random bytes from the OS, the version and variant bits set),
-    without the ``UUID`` object and its checks around it: one per reset."""
-    data = bytearray(os.urandom(16))
-    data[6] = (data[6] & 0x0F) | 0x40
-    data[8] = (data[8] & 0x3F) | 0x80
-    return data.hex()
+def new_episode_id() -> str:
+    """A fresh episode id: a random UUID's 32 hex digits (the standard library's ``uuid4``)."""
+    return uuid.uuid4().hex
 
 
 @dataclass
@@ -124,7 +120,7 @@ class ServedSession:
         self.touch()
         self.wall_anchor = time.monotonic()
         self.answers.clear()
-        self.episode_id = episode_id or uuid4_hex()
+        self.episode_id = episode_id or new_episode_id()
         return obs, info
 
     def initial_observation(self, catalog_tools: bool = True) -> dict[str, Any]:
@@ -170,18 +166,10 @@ class ServedSession:
     def call_now(self, tool: str, args: Any) -> CallOutcome | None:
         """:meth:`call` in virtual time (scale 0), without a coroutine: nothing in it awaits, so
         no other request can interleave with this one and the session's lock would only cost
-        its acquire. (:meth:`_step`, inlined: in virtual time nobody thinks.)"""
+        its acquire."""
         if self.pending >= self.max_pending:
             raise self._too_many_pending()
-        if self.time_scale > 0:
-            return self._step(tool, args)
-        self.last_used = clock()
-        session = self.env.session
-        assert session is not None
-        if session.done:
-            raise episode_ended(self)
-        outcomes = session.step([CallRequest(tool, args)], think=0.0)
-        return outcomes[0] if outcomes else None
+        return self._step(tool, args)
 
     def _too_many_pending(self) -> Problem:
         return Problem(

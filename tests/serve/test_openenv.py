@@ -473,9 +473,9 @@ def test_openenv_validate_passes_every_criterion(which: str, request: pytest.Fix
 def test_an_episode_id_is_a_uuid4_hex_as_before():
     import uuid
 
-    from simforge.serve.sessions import uuid4_hex
+    from simforge.serve.sessions import new_episode_id
 
-    ids = {uuid4_hex() for _ in range(500)}
+    ids = {new_episode_id() for _ in range(500)}
     assert len(ids) == 500
     for h in ids:
         parsed = uuid.UUID(hex=h)
