@@ -8,6 +8,12 @@ imported (:func:`deriving`) each is looked up in one disk-cache entry (:mod:`sim
 keyed by the folder's fingerprint, and the entry is written after the import when something had
 to be computed. Outside :func:`deriving` (a pack built in code, a test) every schema is computed.
 
+A tool's schemas are made when its spec is first read (:func:`derived_later`,
+:attr:`simforge.tools.tool.Tool.spec`), not when it is declared: a scenario offers a few of a
+pack's tools (42 of acme's 167), and making the schemas of all of them (an argument model and
+its JSON schema each) was half of a cold ``make``. One made after the import is added to the
+entry at once (the entry rewritten whole; a cold process makes a few dozen).
+
 Within one import a declaration is named by a key (its kind, module, qualified name and tool
 name). Should two different objects come under the same key (a factory declaring tools in a
 loop under one function name), the key is ambiguous: each is computed, and none is stored.
@@ -15,6 +21,7 @@ loop under one function name), the key is ambiguous: each is computed, and none 
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -44,14 +51,20 @@ class _Import:
         self.sources: dict[str, int] = {}
         self.ambiguous: set[str] = set()
         self.computed = False
+        self.finished = False
+        self.lock = threading.Lock()
 
-    def get(self, key: str, source: object, compute: Callable[[], Any]) -> Any:
+    def claim(self, key: str, source: object) -> None:
+        """``source`` declares ``key``; a second source under one key makes it ambiguous."""
         seen = self.sources.get(key)
         if seen is None:
             self.sources[key] = id(source)
         elif seen != id(source):
             self.ambiguous.add(key)
             self.values.pop(key, None)
+
+    def get(self, key: str, compute: Callable[[], Any]) -> Any:
+        if key in self.ambiguous:
             return compute()
         if key in self.values:
             # a copy: each declaration owns its schema, as when it is computed
@@ -61,6 +74,14 @@ class _Import:
         self.computed = True
         return value
 
+    def later(self, key: str, compute: Callable[[], Any]) -> Any:
+        """:meth:`get` after the import: a value computed now is stored at once."""
+        computed = key not in self.values
+        value = self.get(key, compute)
+        if computed and self.finished:
+            self.save()
+        return value
+
     def save(self) -> None:
         from simforge import cache
 
@@ -68,6 +89,7 @@ class _Import:
             return
         keep = {k: v for k, v in self.values.items() if k not in self.ambiguous}
         cache.store(NAMESPACE, self.entry, keep)
+        self.computed = False
 
 
 @contextmanager
@@ -85,12 +107,14 @@ def deriving(folder: Path, fingerprint: str) -> Iterator[None]:
         yield
     except BaseException:
         _local.state = previous
+        state.finished = True
         state.save()
         raise
     _local.state = previous
     if not state.proven:
         state.values[IMPORTED] = True
         state.computed = True
+    state.finished = True
     state.save()
 
 
@@ -113,7 +137,29 @@ def derived(key: str, source: object, compute: Callable[[], Any]) -> Any:
     state: _Import | None = getattr(_local, "state", None)
     if state is None:
         return compute()
-    return state.get(key, source, compute)
+    state.claim(key, source)
+    return state.get(key, compute)
+
+
+def derived_later(key: str, source: object, compute: Callable[[], Any]) -> Callable[[], Any]:
+    """What :func:`derived` gives, made when the function returned is called (once: it
+    remembers its value): a value wanted only by some processes (a tool's schemas, of the few
+    tools a scenario offers) is not made at declaration. Declared while a pack folder is
+    imported, the value comes from that folder's entry, and one made later is added to the
+    entry at once, for the next process."""
+    state: _Import | None = getattr(_local, "state", None)
+    if state is None:
+        return functools.cache(compute)
+    state.claim(key, source)
+    made: list[Any] = []
+
+    def value() -> Any:
+        with state.lock:
+            if not made:
+                made.append(state.later(key, compute))
+            return made[0]
+
+    return value
 
 
 def name_of(obj: Any) -> str:

@@ -218,7 +218,7 @@ class SimforgeEnv:
         ending = self._endings.get(id(tools))
         if ending is None or ending[0] is not tools:  # once per catalog, not per reset
             ending = self._endings[id(tools)] = (
-                tools, frozenset(n for n, t in tools.items() if t.spec.ends_conversation))
+                tools, frozenset(n for n, t in tools.items() if t.outline.ends_conversation))
         self._ending = ending[1]
         self._score = None
         self._trajectory = None

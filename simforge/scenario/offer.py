@@ -95,14 +95,14 @@ def default_tools(scenario: Scenario, catalog: ToolCatalog) -> list[str]:
         core |= named_tools(config.params, catalog)
     if not core:
         return list(catalog)[:MAX_TOOLS]
-    systems = {catalog[name].spec.system for name in core}
+    systems = {catalog[name].outline.system for name in core}
     names = [n for n in catalog if n in core]
     if len(names) > MAX_TOOLS:
         return names[:MAX_TOOLS]
     for name, tool in catalog.items():
         if len(names) >= MAX_TOOLS:
             break
-        if name not in core and tool.spec.system in systems:
+        if name not in core and tool.outline.system in systems:
             names.append(name)
     order = {n: i for i, n in enumerate(catalog)}
     return sorted(names, key=order.__getitem__)

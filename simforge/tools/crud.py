@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, create_model
 
-from simforge.derived import derived, name_of
+from simforge.derived import derived_later, name_of
 from simforge.errors import UsageError
 from simforge.tools.context import ToolContext
 from simforge.tools.errors import ToolError
@@ -49,15 +49,12 @@ def crud_tools(
         name, description, kind, build, handler, output = builders[op](schema)
         model = cache(build)  # built on the tool's first use, or now for its schema
         latency = read_latency if kind == "read" else write_latency
-        input_schema, output_schema = derived(
-            f"crud {name_of(schema.model)} {op} {name}", schema.model,
-            partial(_schemas_of, model, output),
-        )
+        schemas = derived_later(f"crud {name_of(schema.model)} {op} {name}", schema.model,
+                                partial(_schemas_of, model, output))
         spec_fields: dict[str, Any] = {
             "name": name,
             "description": description,
-            "input_schema": input_schema,
-            "output_schema": output_schema,
+            "input_schema": {},  # made on the spec's first read (Tool.spec)
             "kind": kind,
             "system": system or schema.system,
             "entities": (schema.name,),
@@ -67,7 +64,7 @@ def crud_tools(
             spec_fields["latency"] = latency
         if errors is not None:
             spec_fields["errors"] = errors
-        out.append(Tool(ToolSpec(**spec_fields), model, handler))
+        out.append(Tool(ToolSpec(**spec_fields), model, handler, schemas))
     return out
 
 

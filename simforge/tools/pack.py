@@ -105,7 +105,7 @@ class Pack:
     def catalog(self) -> ToolCatalog:
         if self._catalog is None:
             self._catalog = ToolCatalog(self.tools)
-            unknown = {e for t in self.tools for e in t.spec.entities if e not in self.schemas}
+            unknown = {e for t in self.tools for e in t.outline.entities if e not in self.schemas}
             if unknown:
                 raise ToolDefinitionError(
                     f"pack {self.name!r}: tools touch unknown entities {sorted(unknown)}"

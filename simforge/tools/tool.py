@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, cast, get_type_hints
 
 import orjson
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
 
-from simforge.derived import derived, name_of
+from simforge.derived import derived_later, name_of
 from simforge.tools.context import ToolContext
 from simforge.tools.errors import ToolArgumentError, ToolDefinitionError
 from simforge.tools.spec import Constant, ErrorModel, ToolSpec
@@ -34,15 +34,17 @@ class Tool:
     it is built on the tool's first use (a pack declares many tools a scenario never calls, and
     ``create_model`` costs about a millisecond each)."""
 
-    __slots__ = ("_handler", "_input_model", "_validate", "spec")
+    __slots__ = ("_handler", "_input_model", "_schemas", "_spec", "_validate")
 
     def __init__(
         self,
         spec: ToolSpec,
         input_model: type[BaseModel] | Callable[[], type[BaseModel]],
         handler: Handler,
+        schemas: Callable[[], Sequence[dict[str, Any]]] | None = None,
     ) -> None:
-        self.spec = spec
+        self._spec = spec
+        self._schemas = schemas
         self._handler = handler
         self._validate: Callable[[Any], Any]
         self._input_model: type[BaseModel] | Callable[[], type[BaseModel]]
@@ -66,8 +68,40 @@ class Tool:
         return self.input_model.__pydantic_validator__.validate_python(args)
 
     @property
+    def spec(self) -> ToolSpec:
+        """The tool's spec. With ``schemas`` given, its input and output JSON schemas are made
+        by calling it on this first access (a pack declares many tools a scenario never offers,
+        and the argument model and its JSON schema cost about 2 ms a tool, half of a cold
+        ``make``); a schema that cannot be made raises :class:`ToolDefinitionError` here."""
+        if self._schemas is not None:
+            self._complete()
+        return self._spec
+
+    def _complete(self) -> None:
+        schemas, name = self._schemas, self._spec.name
+        assert schemas is not None
+        try:
+            input_schema, output_schema = schemas()
+        except ToolDefinitionError:
+            raise
+        except Exception as exc:
+            raise ToolDefinitionError(
+                f"tool {name!r}: no JSON schema can be made for its arguments or result: {exc}"
+            ) from exc
+        self._spec = self._spec.model_copy(
+            update={"input_schema": input_schema, "output_schema": output_schema})
+        self._schemas = None
+
+    @property
+    def outline(self) -> ToolSpec:
+        """The spec without making its schemas: every field but ``input_schema`` and
+        ``output_schema`` (empty until :attr:`spec` is first read), for what reads the name,
+        kind, system, entities, latency or capacity of every tool of a pack."""
+        return self._spec
+
+    @property
     def name(self) -> str:
-        return self.spec.name
+        return self._spec.name
 
     def parse_args(self, args: Any) -> BaseModel:
         """The validated arguments, or a 422 naming each bad argument, its type and the value."""
@@ -87,7 +121,9 @@ class Tool:
     def with_spec(self, **changes: Any) -> Tool:
         """The same handler under a changed spec (a pack's latency or capacity override)."""
         # the model or its builder, shared: the copies build one model between them
-        return Tool(self.spec.model_copy(update=changes), self._input_model, self._handler)
+        # the schemas' maker shared too: made once, for whichever copy is read first
+        return Tool(self._spec.model_copy(update=changes), self._input_model, self._handler,
+                    self._schemas)
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
@@ -173,7 +209,7 @@ def tool_from_function(
         fields[param.name] = (hints[param.name], default)
     input_model = functools.cache(
         functools.partial(create_model, f"{tool_name}_args", __config__=_ARGS_CONFIG, **fields)
-    )  # built on first use (Tool), or now when its schema is not remembered (derived)
+    )  # built on first use (Tool), or when its schema is made (the spec's first read)
     returns = hints.get("return", Any)
 
     def handler(ctx: ToolContext, args: BaseModel) -> Any:
@@ -184,12 +220,10 @@ def tool_from_function(
         output = _return_schema(returns) if returns is not Any else {}
         return [clean_schema(input_model().model_json_schema()), output]
 
-    input_schema, output_schema = derived(f"tool {name_of(fn)} {tool_name}", fn, schemas)
     spec = ToolSpec(
         name=tool_name,
         description=description,
-        input_schema=input_schema,
-        output_schema=output_schema,
+        input_schema={},  # made on the spec's first read (Tool.spec)
         kind=kind,
         system=system,
         entities=tuple(entities),
@@ -197,7 +231,8 @@ def tool_from_function(
         capacity=capacity,
         errors=errors or ErrorModel(),
     )
-    return Tool(spec, input_model, handler)
+    return Tool(spec, input_model, handler,
+                derived_later(f"tool {name_of(fn)} {tool_name}", fn, schemas))
 
 
 def _return_schema(returns: Any) -> dict[str, Any]:

@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable as Fn
 from pathlib import Path
 from typing import Annotated
 
@@ -194,3 +195,89 @@ def test_a_return_type_schema_is_made_once_and_each_tool_owns_its_copy():
     assert tool_module._return_schema(dict[str, list[int]])["type"] == "object"
     assert third.spec.output_schema == {"type": "integer"}
     assert tool_module._return_schema_json.cache_info().misses == 1  # Annotated: not cached
+
+
+OFFERED = """
+import json, sys, importlib
+from unittest import mock
+import pydantic
+import simforge
+made = []
+real = pydantic.BaseModel.model_json_schema.__func__
+def counting(cls, *a, **k):
+    made.append(cls.__name__)
+    return real(cls, *a, **k)
+forbid = sys.argv[1] == "forbid"
+with mock.patch.object(pydantic.BaseModel, "model_json_schema", classmethod(counting)):
+    env = simforge.make("acme/refund-damaged-order-v1")
+    at_make = [m for m in made if m.endswith("_args")]
+    obs, info = env.reset(seed=0)
+    at_reset = sorted(m for m in made if m.endswith("_args"))
+tool = importlib.import_module("simforge.tools.tool")
+catalog = env.pack.catalog
+waiting = sorted(t.name for t in catalog.values() if t._schemas is not None)
+offered = sorted(env.loaded.tools(env.task.id))
+print(json.dumps({"at_make": at_make, "at_reset": at_reset, "waiting": len(waiting),
+                  "offered": offered, "all": len(catalog),
+                  "specs": {n: catalog[n].spec.model_dump(mode="json") for n in offered}}))
+"""
+
+
+def _offered(cache: str, mode: str = "") -> dict:
+    env = {**os.environ, "SIMFORGE_CACHE": cache}
+    out = subprocess.run([sys.executable, "-c", OFFERED, mode], capture_output=True, text=True,
+                         env=env, cwd=ROOT, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_a_tools_schemas_are_made_when_it_is_offered_and_remembered_for_the_next_process(
+        tmp_path):
+    cache = str(tmp_path / "cache")
+    cold = _offered(cache)
+    assert cold["at_make"] == []  # make builds no tool's schema
+    # the first reset shows the task's tools: theirs are made, the rest of the pack waits
+    assert cold["at_reset"] == sorted(f"{n}_args" for n in cold["offered"])
+    assert cold["waiting"] == cold["all"] - len(cold["offered"]) > 100
+    warm = _offered(cache)
+    assert warm["at_make"] == warm["at_reset"] == []  # what the cold process made, on disk
+    assert warm["specs"] == cold["specs"]
+    assert _offered("off")["specs"] == cold["specs"]
+
+
+def test_a_schema_that_cannot_be_made_names_its_tool_when_the_spec_is_read():
+    from simforge.tools.errors import ToolDefinitionError
+
+    def schedule(ctx, when: Fn[[], int]) -> int:
+        """Schedule something."""
+        return 1
+
+    declared = tool(schedule)  # declaring does not make the schema
+    assert declared.name == "schedule" and declared.outline.kind == "read"
+    with pytest.raises(ToolDefinitionError, match=r"tool 'schedule': no JSON schema can be made"):
+        declared.spec  # noqa: B018
+    with pytest.raises(ToolDefinitionError, match="tool 'schedule'"):
+        declared.spec  # noqa: B018  (still refused, not a half-made spec)
+
+
+def test_a_tools_copies_share_one_making_of_its_schemas(tmp_path, monkeypatch):
+    monkeypatch.setenv("SIMFORGE_CACHE", str(tmp_path / "cache"))
+    calls: list[int] = []
+
+    def echo(ctx, value: int) -> int:
+        """Echo."""
+        return value
+
+    with deriving(tmp_path, "fp"):
+        original = tool(echo)
+    slow = original.with_spec(capacity=1)
+    assert original.outline.input_schema == {}
+    real = original._schemas
+
+    def counted():
+        calls.append(1)
+        return real()
+
+    original._schemas = slow._schemas = counted  # type: ignore[assignment]
+    assert slow.spec.capacity == 1 and original.spec.capacity is None
+    assert slow.spec.input_schema == original.spec.input_schema
+    assert slow.spec.input_schema["properties"]["value"]["type"] == "integer"
