@@ -11,8 +11,8 @@ to be computed. Outside :func:`deriving` (a pack built in code, a test) every sc
 A tool's schemas are made when its spec is first read (:func:`derived_later`,
 :attr:`simforge.tools.tool.Tool.spec`), not when it is declared: a scenario offers a few of a
 pack's tools (42 of acme's 167), and making the schemas of all of them (an argument model and
-its JSON schema each) was half of a cold ``make``. One made after the import is added to the
-entry at once (the entry rewritten whole; a cold process makes a few dozen).
+its JSON schema each) was half of a cold ``make``. Those made after the import are added to
+the entry (rewritten whole) sixteen at a time and when the process exits.
 
 Within one import a declaration is named by a key (its kind, module, qualified name and tool
 name). Should two different objects come under the same key (a factory declaring tools in a
@@ -21,6 +21,7 @@ loop under one function name), the key is ambiguous: each is computed, and none 
 
 from __future__ import annotations
 
+import atexit
 import functools
 import os
 import threading
@@ -35,6 +36,10 @@ NAMESPACE = "schemas"
 
 _local = threading.local()
 
+
+_BATCH = 16
+"""Values made after a pack's import that are stored together (a process that ends without
+running ``atexit``, a forked worker, leaves fewer than this to be made again)."""
 
 IMPORTED = "<imported>"
 """The marker an entry holds once an import of its pack folder ran to the end without an error."""
@@ -52,6 +57,7 @@ class _Import:
         self.ambiguous: set[str] = set()
         self.computed = False
         self.finished = False
+        self.pending = 0
         self.lock = threading.Lock()
 
     def claim(self, key: str, source: object) -> None:
@@ -75,11 +81,16 @@ class _Import:
         return value
 
     def later(self, key: str, compute: Callable[[], Any]) -> Any:
-        """:meth:`get` after the import: a value computed now is stored at once."""
+        """:meth:`get`, after the import too: values made after it are stored by the
+        :data:`_BATCH` (the entry is rewritten whole) and the rest when the process exits."""
         computed = key not in self.values
         value = self.get(key, compute)
         if computed and self.finished:
-            self.save()
+            self.pending += 1
+            if self.pending == 1:
+                atexit.register(self.save)
+            if self.pending >= _BATCH:
+                self.save()
         return value
 
     def save(self) -> None:
@@ -90,6 +101,9 @@ class _Import:
         keep = {k: v for k, v in self.values.items() if k not in self.ambiguous}
         cache.store(NAMESPACE, self.entry, keep)
         self.computed = False
+        if self.pending:
+            atexit.unregister(self.save)
+            self.pending = 0
 
 
 @contextmanager
