@@ -34,7 +34,7 @@ class Tool:
     it is built on the tool's first use (a pack declares many tools a scenario never calls, and
     ``create_model`` costs about a millisecond each)."""
 
-    __slots__ = ("_handler", "_input_model", "_schemas", "_spec", "_validate")
+    __slots__ = ("__dict__", "_handler", "_input_model", "_schemas", "_spec", "_validate")
 
     def __init__(
         self,
@@ -67,12 +67,14 @@ class Tool:
     def _first_validate(self, args: Any) -> BaseModel:
         return self.input_model.__pydantic_validator__.validate_python(args)
 
-    @property
+    @functools.cached_property
     def spec(self) -> ToolSpec:
         """The tool's spec. With ``schemas`` given, its input and output JSON schemas are made
         by calling it on this first access (a pack declares many tools a scenario never offers,
         and the argument model and its JSON schema cost about 2 ms a tool, half of a cold
-        ``make``); a schema that cannot be made raises :class:`ToolDefinitionError` here."""
+        ``make``); a schema that cannot be made raises :class:`ToolDefinitionError` here.
+        Remembered in the instance's ``__dict__``: later reads, on the call path, cost what an
+        attribute does."""
         if self._schemas is not None:
             self._complete()
         return self._spec
@@ -97,7 +99,8 @@ class Tool:
         """The spec without making its schemas: every field but ``input_schema`` and
         ``output_schema`` (empty until :attr:`spec` is first read), for what reads the name,
         kind, system, entities, latency or capacity of every tool of a pack."""
-        return self._spec
+        spec: ToolSpec = self.__dict__.get("spec", self._spec)  # the spec, once it is read
+        return spec
 
     @property
     def name(self) -> str:
@@ -122,8 +125,9 @@ class Tool:
         """The same handler under a changed spec (a pack's latency or capacity override)."""
         # the model or its builder, shared: the copies build one model between them
         # the schemas' maker shared too: made once, for whichever copy is read first
-        return Tool(self._spec.model_copy(update=changes), self._input_model, self._handler,
-                    self._schemas)
+        made = "spec" in self.__dict__
+        return Tool(self.outline.model_copy(update=changes), self._input_model, self._handler,
+                    None if made else self._schemas)
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})

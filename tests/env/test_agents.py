@@ -174,7 +174,7 @@ def test_a_tool_that_ends_the_conversation_ends_the_episode(tmp_path):
     env = simforge.make(DIALOGUE, task="ask-id")
     spec = env.pack.catalog["create_note"].spec
     tool = env.pack.catalog["create_note"]
-    object.__setattr__(tool, "_spec", ToolSpec(**{**spec.model_dump(), "ends_conversation": True}))
+    object.__setattr__(tool, "spec", ToolSpec(**{**spec.model_dump(), "ends_conversation": True}))
     try:
         env.reset(seed=0)
         env.step({"message": "Let me hand you over."})
@@ -183,7 +183,7 @@ def test_a_tool_that_ends_the_conversation_ends_the_episode(tmp_path):
         assert terminated
         assert env.trajectory().simulation.final_answer == "Transferring you."
     finally:
-        object.__setattr__(tool, "_spec", spec)
+        object.__setattr__(tool, "spec", spec)
 
 
 def test_a_failing_user_makes_the_episode_invalid():
