@@ -100,6 +100,11 @@ class Cell:
     def key(self) -> str:
         return f"{self.scenario}|{self.task}|{self.profile}|{self.seed}|{self.trial}"
 
+    def __reduce__(self) -> tuple[type[Cell], tuple[str, str, str, int, int]]:
+        # pickled by its fields in order: a slotted dataclass's own state walks ``fields()``
+        # in Python, which was most of what handing chunks to pool workers cost the runner
+        return (Cell, (self.scenario, self.task, self.profile, self.seed, self.trial))
+
     @property
     def policy_seed(self) -> int:
         """The policy's seed: the env seed for the first trial (as ``simforge run`` does), then a

@@ -106,7 +106,8 @@ def execute(
 ) -> int:
     """Run the missing cells; each batch that comes back (a worker's chunk) is committed in one
     transaction before ``on_record(record, written)`` sees its records (without their
-    trajectories when a pool worker wrote them). Returns how many episodes were written.
+    trajectories, verdicts and calls, ``None``, when a pool worker wrote them: read them from
+    the store). Returns how many episodes were written.
 
     Local pool workers write their own chunks (:func:`simforge.runs.local.store_local`); the
     in-process runner and Ray's driver write what comes back (a Ray worker may not reach a

@@ -116,7 +116,7 @@ def store_cells(
 ) -> list[tuple[Record, bool]]:
     """Play ``cells`` (as :func:`run_cells` does) and write them to the run ``run_id`` of the
     store at ``store_url`` in one transaction, from this process; ``(record, written)`` per
-    cell, the record without its trajectory (it is in the store now).
+    cell, the record without its trajectory, verdicts and calls (in the store now).
 
     A pool worker writes what it played so that the one runner process is not every episode's
     bottleneck: the rows, their serialising and their commit cost the worker about a tenth of
@@ -131,8 +131,15 @@ def store_cells(
     records = run_cells(cells, refs, policy_spec, trajectories, profiles, user)
     written = store.add_episodes(run_id, records)
     for record in records:
-        record["trajectory"] = None
+        for stored in _STORED_ONLY:
+            record[stored] = None
     return list(zip(records, written, strict=True))
+
+
+_STORED_ONLY = ("trajectory", "verdicts", "calls")
+"""What a pool worker's records leave out on their way back to the runner (they are in the
+store): the verdicts were nine tenths of a chunk's pickle, and the runner unpickling them a
+fifth of its CPU an episode, which two workers share two cores with."""
 
 
 def to_record(

@@ -78,6 +78,7 @@ def test_pool_workers_store_exactly_what_the_runner_stores_in_process(matrix, tm
 
     def on_record(record: dict, written: bool) -> None:
         assert written and record["trajectory"] is None
+        assert record["verdicts"] is None and record["calls"] is None  # in the store
         assert record["key"] in pooled.done_keys(second.run_id)  # committed before it is seen
         seen.append(record["key"])
 

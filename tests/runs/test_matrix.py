@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from simforge.config import NotFound
 from simforge.runs.matrix import Cell, RunConfig, chunks, plan
@@ -45,3 +47,13 @@ def test_chunks_cover_every_cell_once():
     assert [c for g in groups for c in g] == cells
     assert max(len(g) for g in groups) <= 16
     assert chunks([], 4) == []
+
+
+@given(scenario=st.text(max_size=20), task=st.text(max_size=10), profile=st.text(max_size=10),
+       seed=st.integers(min_value=0, max_value=2**63), trial=st.integers(min_value=0, max_value=99))
+def test_a_cell_crosses_to_a_worker_unchanged(scenario, task, profile, seed, trial):
+    import pickle
+
+    cell = Cell(scenario, task, profile, seed, trial)
+    back = pickle.loads(pickle.dumps(cell))
+    assert back == cell and back.key == cell.key and back.policy_seed == cell.policy_seed
