@@ -114,8 +114,14 @@ class ServedSession:
         self, seed: int | None, options: dict[str, Any], episode_id: str | None = None,
         catalog_tools: bool = True,
     ) -> tuple[dict[str, Any], Any]:
-        """``env.reset``; ``catalog_tools``: as :meth:`initial_observation`'s."""
+        """``env.reset``; ``catalog_tools``: as :meth:`initial_observation`'s. The episode
+        it replaces is closed (:meth:`~simforge.sim.session.Session.close`): the server owns
+        its env, and a session left to the garbage collector outlives the young generations
+        (``/ws`` plays many short episodes)."""
+        previous = self.env.session
         info = self.env.start(seed=seed, options=options)
+        if previous is not None and previous is not self.env.session:
+            previous.close()
         obs = self.env.initial_observation(catalog_tools)
         self.touch()
         self.wall_anchor = time.monotonic()

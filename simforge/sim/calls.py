@@ -122,6 +122,18 @@ class Capacity(simpy.Resource):
         super().__init__(env, capacity)
         self._freed = Marker(self._trigger_put)
 
+    def close(self) -> None:
+        """Break the capacity's cycles (its marker's callback is its own bound method, and
+        simpy binds ``request`` and ``release`` to it early) when its session is closed."""
+        self.__dict__.pop("request", None)
+        self.__dict__.pop("release", None)
+        self._freed = None  # type: ignore[assignment]
+        for request in self.put_queue:
+            let_go(request)  # a queued call waits on it: a cycle through its callbacks
+        self.users.clear()
+        self.put_queue.clear()
+        self.get_queue.clear()
+
     def has_room(self) -> bool:
         """A slot is free and nobody is queued for one: a request now would be granted."""
         return len(self.users) < self._capacity and not self.put_queue
@@ -141,6 +153,18 @@ class Capacity(simpy.Resource):
             self.free(holder)
         else:
             self.release(request)
+
+
+def let_go(event: simpy.Event) -> None:
+    """Drop what waits on a pending event of a closed session (its callbacks), and what
+    waits on a condition it is part of (a condition's callbacks hold the condition itself):
+    the cycles through which a waiting process or call would outlive its session."""
+    callbacks = event.callbacks
+    event.callbacks = None  # type: ignore[assignment]  # as simpy marks a processed event
+    for callback in callbacks or ():
+        owner = getattr(callback, "__self__", None)
+        if isinstance(owner, simpy.events.Condition) and owner.callbacks is not None:
+            let_go(owner)
 
 
 class Marker:
@@ -523,6 +547,11 @@ class CallPipeline:
         limit = session.recorder.calls.maxlen
         self._id_window: deque[str] | None = deque() if limit is not None else None
         self._id_limit = limit or 0
+
+    def close(self) -> None:
+        """Let go of the session (:meth:`Session.close`): the pipeline and its stages are
+        the session's back-references, two of its cycles."""
+        self.session = self.stages.session = None  # type: ignore[assignment]
 
     def start(self, tool_name: str, args: Any, call_id: str | None) -> CallOutcome:
         session = self.session

@@ -386,3 +386,47 @@ def test_a_think_that_reaches_the_time_budget_truncates_there(mini_pack):
     s.step([get(1)], think=4.0)
     assert s.step([get(2)], think=3.0) == []
     assert s.truncated and s.truncation_reason == "max_sim_seconds" and s.now == 5.0
+
+
+def test_a_closed_session_is_freed_by_reference_counting_and_refuses_steps(mini_pack):
+    """``Session.close`` breaks the session's cycles (simpy's early-bound classes, events in
+    the queue, the pipeline's back-references, a capacity's marker): with the collector off,
+    dropping the last reference frees it, mid-episode, with background load and calls queued
+    on a capacity."""
+    import gc
+    import weakref
+
+    from simforge.faults import FaultProfile
+
+    tools = dict(mini_pack.catalog)
+    tools["get_customer"] = tools["get_customer"].with_spec(
+        capacity=1, latency=LogNormal(median=0.3, sigma=0.8))
+    profile = FaultProfile.model_validate({"name": "p", "background": [
+        {"kind": "load", "name": "crm", "tools": ["get_customer"], "rate": 3.0,
+         "args": {"customer_id": {"entity": "Customer"}}}]})
+    gc.collect()
+    gc.disable()
+    try:
+        s = Session(tools, mini_pack.world(), seed=3, faults=profile, call_timeout=1.0,
+                    budgets=Budgets(max_sim_seconds=60.0))
+        for _ in range(4):
+            s.step([get(1), get(2), get(3)], think=0.5)
+        # (World and Recorder have slots without weak references: the session holds them)
+        refs = [weakref.ref(x) for x in (s, s.env, s.pipeline, *s.resources.values())]
+        assert len(refs) == 4
+        now, calls = s.now, len(s.recorder.calls)
+        s.close()
+        assert (s.now, len(s.recorder.calls), s.truncation_reason) == (now, calls, "closed")
+        with pytest.raises(SessionClosed):
+            s.step([get(1)])
+        del s
+        assert [r() for r in refs] == [None] * len(refs)
+    finally:
+        gc.enable()
+
+
+def test_closing_an_ended_session_keeps_how_it_ended(mini_pack):
+    s = session(mini_pack, budgets=Budgets(max_steps=1))
+    s.step([get(1)])
+    s.close()
+    assert (s.truncated, s.truncation_reason) == (True, "max_steps")
