@@ -778,6 +778,15 @@ WS_STEPS = 10
 15 steps)."""
 
 
+STATE_FRAME = b'{"type":"state"}'
+STATE_ONLY = "simforge /ws, state messages only"
+"""A contender of :func:`openenv_side_by_side`: ``simforge serve``'s ``/ws`` answering
+``state`` messages, which go the whole way a step goes (the frame parsed, the message read and
+triaged on the direct path, a reply built with orjson and framed) but simulate nothing. Its
+cost per message beside the echo's is what serving adds; the episodes' beyond it is the
+simulation (the reset and the simulated calls)."""
+
+
 def openenv_frames() -> list[bytes]:
     """One episode as a trainer sends it over ``/ws``: a reset, then steps that each call a
     tool (the same read the REST benchmark makes)."""
@@ -895,13 +904,16 @@ class WsLoad:
 
 
 def ws_window(port: int, pid: int, expect: bytes | None, headers: dict[str, str],
-              args: argparse.Namespace) -> dict[str, float | bool]:
-    """A warm-up and one measured window of the episode load against the server ``pid`` on
-    ``port``: messages answered per second of wall time and per second of the server's CPU,
-    the server's and the client's CPU shares, and whether permessage-deflate was negotiated."""
+              args: argparse.Namespace, frames: list[bytes] | None = None
+              ) -> dict[str, float | bool]:
+    """A warm-up and one measured window of the load (``frames``, by default the episodes of
+    :func:`openenv_frames`) against the server ``pid`` on ``port``: messages answered per
+    second of wall time and per second of the server's CPU, the server's and the client's CPU
+    shares, and whether permessage-deflate was negotiated."""
     import uvloop
 
-    load = WsLoad(port, openenv_frames(), expect, headers, connections=args.ws_connections)
+    load = WsLoad(port, frames or openenv_frames(), expect, headers,
+                  connections=args.ws_connections)
     windows = [("warmup", 1.0), ("run", float(args.duration))]
     got = uvloop.run(load.run(windows, lambda: cpu_seconds(pid)))["run"]
     return {
@@ -921,20 +933,25 @@ def openenv_side_by_side(args: argparse.Namespace, port: int = 18196) -> dict[st
     rotated every round, the load pinned to the client's CPU. Per contender the median over
     rounds (min-max), and the ratio to the echo without deflate taken within each round."""
     auth = {"Authorization": f"Bearer {TOKEN}"}
-    contenders: list[tuple[str, list[str], bytes | None, dict[str, str]]] = [
-        ("Starlette echo", [str(PY), "-c", WS_ECHO_SERVER, str(port), "off"], None, {}),
+    episodes, observation = openenv_frames(), b'{"type":"observation"'
+    contenders: list[tuple[str, list[str], bytes | None, dict[str, str], list[bytes]]] = [
+        ("Starlette echo", [str(PY), "-c", WS_ECHO_SERVER, str(port), "off"], None, {},
+         episodes),
         ("Starlette echo, deflate (uvicorn's default)",
-         [str(PY), "-c", WS_ECHO_SERVER, str(port + 1), "on"], None, {}),
-        ("simforge /ws", simforge_cmd(port + 2), b'{"type":"observation"', auth),
+         [str(PY), "-c", WS_ECHO_SERVER, str(port + 1), "on"], None, {}, episodes),
+        ("simforge /ws", simforge_cmd(port + 2), observation, auth, episodes),
         ("simforge /ws --ws-compression", [*simforge_cmd(port + 3), "--ws-compression"],
-         b'{"type":"observation"', auth),
+         observation, auth, episodes),
+        # the same server's path around the env: a message read, triaged, answered from the
+        # session's state (no simulation) and framed, as every step's is
+        (STATE_ONLY, simforge_cmd(port + 4), b'{"type":"state"', auth, [STATE_FRAME]),
     ]
     if args.baseline_root:  # its own default compression (before: uvicorn's, deflate)
-        contenders.append(("simforge /ws (baseline)", simforge_cmd(port + 4),
-                           b'{"type":"observation"', auth))
+        contenders.append(("simforge /ws (baseline)", simforge_cmd(port + 5), observation, auth,
+                           episodes))
     procs = []
     try:
-        for k, (label, cmd, _, _) in enumerate(contenders):
+        for k, (label, cmd, *_) in enumerate(contenders):
             root = Path(args.baseline_root) if label.endswith("(baseline)") else ROOT
             procs.append(start(cmd, port + k, cwd=root))
         os.sched_setaffinity(0, {int(CLIENT_CPU)})
@@ -942,8 +959,9 @@ def openenv_side_by_side(args: argparse.Namespace, port: int = 18196) -> dict[st
         for r in range(args.rounds):
             order = list(enumerate(contenders))
             order = order[r % len(order):] + order[:r % len(order)]
-            rounds.append({label: ws_window(port + k, procs[k].pid, expect, headers, args)
-                           for k, (label, _, expect, headers) in order})
+            rounds.append({label: ws_window(port + k, procs[k].pid, expect, headers, args,
+                                            frames)
+                           for k, (label, _, expect, headers, frames) in order})
         rss = {label: round(rss_mb(p.pid), 1) for (label, *_), p in zip(contenders, procs, strict=True)}
     finally:
         for p in procs:
