@@ -13,6 +13,7 @@ Environment (simpy's ``RealtimeEnvironment``), chosen by the caller, not a flag 
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -302,18 +303,33 @@ class Session:
 
 def advance(env: simpy.Environment, at: float) -> None:
     """``env.run(until=at)`` for ``at`` after now (the agent's think time): the same events
-    processed, in the same order, with the clock at ``at`` after; simpy's own run does it with
-    an URGENT event at ``at`` whose callback raises ``StopSimulation``, which ``step`` catches,
-    reschedules and raises again, and which leaves the event in the queue as a no-op for the
-    next run. Here the same event (made as ``run`` makes it) carries no callback, and the run
-    is :func:`run_until`'s loop: one exception and one step less per think. The session's
-    deadline event still stops a run it interrupts, where it did
-    (``tests/sim/test_session.py`` holds the two to the same order of events)."""
-    until = simpy.Event(env)
-    until._ok = True  # as ``Environment.run`` marks its own ``until`` event
-    until._value = None
-    env.schedule(until, URGENT, at - env.now)
-    run_until(env, until)
+    processed, in the same order, with the clock at ``at`` after.
+
+    simpy's own run schedules an URGENT event at ``at`` whose callback raises
+    ``StopSimulation``, which ``step`` catches, reschedules and raises again, leaving the
+    event in the queue as a no-op for the next run. What that event decides is only where the
+    run stops: every queued event ordered before it (simpy orders by time, priority, then the
+    order of scheduling) is processed, whatever those events schedule in turn. Here its place
+    in that order is taken (its id drawn from the environment's counter, as scheduling it
+    would) but nothing is allocated or queued: the loop steps while the queue's first event
+    is ordered before that place, then sets the clock. Most thinks find nothing due (the
+    session's deadline is far ahead) and cost a comparison. The session's deadline event still
+    stops a run it interrupts, where it did, and leaves the same no-op event behind
+    (``tests/sim/test_session.py`` holds this to ``run(until=...)``: the clock, the events, their
+    order and the next run)."""
+    queue = env._queue
+    place = (at, URGENT, next(env._eid))  # where run(until=at) would queue its event
+    step = env.step
+    try:
+        while queue and queue[0] < place:  # (time, priority, id, event): ids are unique
+            step()
+    except simpy.core.StopSimulation:
+        until = simpy.Event(env)
+        until._ok = True  # as ``Environment.run`` marks its own ``until`` event
+        until._value = None
+        heapq.heappush(queue, (*place, until))
+        return
+    env._now = at
 
 
 def run_until(env: simpy.Environment, event: simpy.Event) -> None:

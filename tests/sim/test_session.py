@@ -381,6 +381,57 @@ def test_advancing_the_clock_processes_what_run_until_processes(events, at):
     assert play(lambda env: advance(env, at)) == play(lambda env: env.run(until=at))
 
 
+def _advance_with_an_event(env: simpy.Environment, at: float) -> None:
+    """What ``advance`` did before it stopped allocating: an URGENT no-op event at ``at``,
+    stepped to (``run(until=at)`` without the ``StopSimulation`` round trip)."""
+    until = simpy.Event(env)
+    until._ok, until._value = True, None
+    env.schedule(until, simpy.events.URGENT, at - env.now)
+    try:
+        while until.callbacks is not None:
+            env.step()
+    except simpy.core.StopSimulation:
+        pass
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(_moments, st.booleans(), st.sampled_from([None, 0.0, 0.5]), st.booleans()),
+             max_size=12),
+    st.sampled_from([0.5, 1.0, 2.0, 2.5]),
+    st.one_of(st.none(), _moments),
+)
+def test_advancing_the_clock_stops_where_a_stopping_event_stops_it(events, at, stop):
+    """With an event that stops the simulation (the session's deadline, as ``Budgets``
+    schedules it) anywhere among the others: the clock, the events processed and their order
+    are those of the event-scheduling ``advance``, up to the stop and in the next run (the
+    no-op left at ``at`` included)."""
+    from simforge.sim.session import advance
+
+    def play(run):
+        env = simpy.Environment()
+        log = []
+        for k, (moment, urgent, follow, follow_urgent) in enumerate(events):
+            event = simpy.Event(env)
+            event._ok, event._value = True, None
+
+            def callback(_, k=k, follow=follow, follow_urgent=follow_urgent):
+                log.append((k, env.now))
+                if follow is not None:
+                    env.timeout(follow).callbacks.append(lambda _: log.append((f"{k}+", env.now)))
+
+            event.callbacks.append(callback)
+            env.schedule(event, simpy.events.URGENT if urgent else simpy.events.NORMAL, moment)
+        if stop is not None:
+            env.timeout(stop).callbacks.append(simpy.core.StopSimulation.callback)
+        run(env)
+        first = (env.now, list(log), sorted((t, p) for t, p, *_ in env._queue))
+        env.run(until=10.0)
+        return first, log, env.now
+
+    assert play(lambda env: advance(env, at)) == play(lambda env: _advance_with_an_event(env, at))
+
+
 def test_a_think_that_reaches_the_time_budget_truncates_there(mini_pack):
     s = session(mini_pack, budgets=Budgets(max_sim_seconds=5.0))
     s.step([get(1)], think=4.0)
