@@ -609,7 +609,7 @@ def openenv_router(manager: SessionManager, token: str, rpc: JsonRpc) -> APIRout
                 direct.direct = None
             served.connections -= 1
             if manager.sessions.get(served.id) is served:
-                del manager.sessions[served.id]
+                manager.discard(served.id)
 
     return router
 

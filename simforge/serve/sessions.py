@@ -60,6 +60,9 @@ class Limits:
     keep_alive: float = 75.0
     """Seconds an idle connection is kept between requests: longer than a pooled client keeps
     one (httpx 5 s, aiohttp 15 s), so that the server never closes one as it is reused."""
+    ws_closes_per_collection: int = 1000
+    """WebSocket connections that close between two full collections of the garbage collector
+    (:class:`~.server.Reclaim`): what a closed connection leaves for one is bounded by this."""
 
 
 def with_budgets(loaded: LoadedScenario, budgets: BudgetConfig) -> LoadedScenario:
@@ -419,7 +422,23 @@ class SessionManager:
 
     def delete(self, session_id: str) -> None:
         self.get(session_id)
-        del self.sessions[session_id]
+        self.discard(session_id)
+
+    def discard(self, session_id: str) -> None:
+        """The session leaves the server (deleted, evicted, its WebSocket closed), and its
+        episode is closed (:meth:`~simforge.sim.session.Session.close`) unless a request is
+        still in it (its lock held, calls pending), which keeps what it holds: an episode
+        left to the garbage collector is a cycle that outlives the young generations and,
+        under ``serve``'s thresholds, waits for a full collection (a server whose trainers
+        reconnect, or whose sandboxes are deleted, grew by every episode they left). A
+        request that later finds the closed episode gets the 409 of an ended one; the server
+        no longer lists the session, so none finds it by id."""
+        served = self.sessions.pop(session_id, None)
+        if served is None or served.lock.locked() or served.pending:
+            return
+        session = served.env.session
+        if session is not None:
+            session.close()
 
     def evict_idle(self) -> int:
         """Delete the sessions idle for longer than the TTL; returns how many went.
@@ -438,7 +457,7 @@ class SessionManager:
             and s.connections == 0 and not s.lock.locked()
         ]
         for sid in stale:
-            del self.sessions[sid]
+            self.discard(sid)
         return len(stale)
 
     async def reap_forever(self) -> None:

@@ -16,6 +16,7 @@ import httpx
 import pytest
 import uvicorn
 
+from simforge.serve import sessions
 from simforge.serve.app import SimforgeApp, create_app
 from simforge.serve.server import server_config
 from simforge.tools import Pack, ToolContext, tool
@@ -150,3 +151,20 @@ def devices_pack() -> Pack:
 
     return Pack(name="devices", description="devices", entities=[],
                 tools=[reset, state_, reset_tool, message_user], seed=lambda seed, scale: {})
+
+
+class FakeClock:
+    """The served sessions' idle clock, moved by hand (:func:`idle_clock`)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def idle_clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    fake = FakeClock()
+    monkeypatch.setattr(sessions, "clock", fake)
+    return fake

@@ -14,7 +14,6 @@ import time
 import httpx
 import pytest
 
-from simforge.serve import sessions
 from simforge.serve.sessions import Limits
 
 from .conftest import AUTH, MINI, asgi_client, create_session, free_port
@@ -43,21 +42,6 @@ async def test_idle_sessions_expire_but_the_default_one_stays(make_app):
         assert (
             await c.post("/tools/get_customer", json={"customer_id": "C-0001"})
         ).status_code == 200
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@pytest.fixture
-def idle_clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
-    fake = FakeClock()
-    monkeypatch.setattr(sessions, "clock", fake)
-    return fake
 
 
 async def test_a_new_session_lives_the_whole_ttl_from_its_creation(make_app, idle_clock):
