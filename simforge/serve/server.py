@@ -289,7 +289,8 @@ class Reclaim:
     ``serve``'s thresholds make full collections rare (:func:`~.cli.tune_gc`: one per about a
     hundred million allocations), so a server whose trainers reconnect grew by every
     connection they closed: 5,760 connections of a reset and 30 steps each, 32 at a time, took
-    ``simforge serve`` from 124 to 273 MB. Closed connections are what makes that garbage, so
+    ``simforge serve`` from 124 to 273 MB with their episodes already closed
+    (:meth:`~.sessions.SessionManager.discard`), 162 MB with this. Closed connections are what makes that garbage, so
     they set the pace: a full collection walks what is alive (the sessions' records; the
     packs are frozen at start), a few milliseconds, once per ``every`` connections, and
     what waits for it is bounded by ``every`` connections' worth. A server whose connections

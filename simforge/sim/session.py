@@ -316,7 +316,14 @@ def advance(env: simpy.Environment, at: float) -> None:
     session's deadline is far ahead) and cost a comparison. The session's deadline event still
     stops a run it interrupts, where it did, and leaves the same no-op event behind
     (``tests/sim/test_session.py`` holds this to ``run(until=...)``: the clock, the events, their
-    order and the next run)."""
+    order and the next run).
+
+    An environment of another kind (simpy's ``RealtimeEnvironment``, whose ``step`` waits for
+    the wall clock to reach each event's time) steps to the event itself, as before, so that
+    a think takes its time there too."""
+    if type(env) is not simpy.Environment:
+        _advance_to_an_event(env, at)
+        return
     queue = env._queue
     place = (at, URGENT, next(env._eid))  # where run(until=at) would queue its event
     step = env.step
@@ -324,12 +331,26 @@ def advance(env: simpy.Environment, at: float) -> None:
         while queue and queue[0] < place:  # (time, priority, id, event): ids are unique
             step()
     except simpy.core.StopSimulation:
-        until = simpy.Event(env)
-        until._ok = True  # as ``Environment.run`` marks its own ``until`` event
-        until._value = None
-        heapq.heappush(queue, (*place, until))
+        heapq.heappush(queue, (*place, _until(env)))
         return
     env._now = at
+
+
+def _until(env: simpy.Environment) -> simpy.Event:
+    """An event as ``Environment.run`` makes its own ``until`` event, without the callback that
+    stops the run: a no-op when it is processed."""
+    until = simpy.Event(env)
+    until._ok = True
+    until._value = None
+    return until
+
+
+def _advance_to_an_event(env: simpy.Environment, at: float) -> None:
+    """:func:`advance` by scheduling the no-op event at ``at`` (URGENT) and stepping until it
+    is processed."""
+    until = _until(env)
+    env.schedule(until, URGENT, at - env.now)
+    run_until(env, until)
 
 
 def run_until(env: simpy.Environment, event: simpy.Event) -> None:

@@ -382,16 +382,25 @@ def test_advancing_the_clock_processes_what_run_until_processes(events, at):
 
 
 def _advance_with_an_event(env: simpy.Environment, at: float) -> None:
-    """What ``advance`` did before it stopped allocating: an URGENT no-op event at ``at``,
-    stepped to (``run(until=at)`` without the ``StopSimulation`` round trip)."""
-    until = simpy.Event(env)
-    until._ok, until._value = True, None
-    env.schedule(until, simpy.events.URGENT, at - env.now)
-    try:
-        while until.callbacks is not None:
-            env.step()
-    except simpy.core.StopSimulation:
-        pass
+    """What ``advance`` did before it stopped allocating (and still does for another kind of
+    environment): an URGENT no-op event at ``at``, stepped to (``run(until=at)`` without the
+    ``StopSimulation`` round trip)."""
+    from simforge.sim.session import _advance_to_an_event
+
+    _advance_to_an_event(env, at)  # a stop there is caught by ``run_until``, as it was
+
+
+def test_a_think_in_a_real_time_environment_takes_its_wall_time() -> None:
+    """simpy's ``RealtimeEnvironment`` waits in ``step`` for each event's wall time: a think
+    there still steps to an event at its end, and so takes its time."""
+    import time
+
+    from simforge.sim.session import advance
+
+    env = simpy.rt.RealtimeEnvironment(factor=0.05, strict=False)
+    start = time.monotonic()
+    advance(env, 1.0)
+    assert env.now == 1.0 and time.monotonic() - start >= 0.04
 
 
 @settings(max_examples=200, deadline=None)
