@@ -47,6 +47,8 @@ from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIO
 from websockets.exceptions import InvalidState
 from websockets.http11 import Request
 
+from simforge.errors import UsageError
+
 from .guard import Gate
 from .sessions import Limits
 from .tool_plane import Route
@@ -290,9 +292,10 @@ class Reclaim:
     hundred million allocations), so a server whose trainers reconnect grew by every
     connection they closed: 5,760 connections of a reset and 30 steps each, 32 at a time, took
     ``simforge serve`` from 124 to 273 MB with their episodes already closed
-    (:meth:`~.sessions.SessionManager.discard`), 162 MB with this. Closed connections are what makes that garbage, so
-    they set the pace: a full collection walks what is alive (the sessions' records; the
-    packs are frozen at start), a few milliseconds, once per ``every`` connections, and
+    (:meth:`~.sessions.SessionManager.discard`), 162 MB with this. Closed connections are
+    what makes that garbage, so they set the pace: a full collection walks what is alive (the
+    sessions' records; the packs are frozen at start), a few milliseconds, once per ``every``
+    connections, and
     what waits for it is bounded by ``every`` connections' worth. A server whose connections
     are long-lived, as in the benchmarks, never pays it. (Breaking those cycles at
     ``connection_lost`` instead would mean clearing attributes of uvicorn's and
@@ -300,7 +303,7 @@ class Reclaim:
 
     def __init__(self, every: int) -> None:
         if every < 1:
-            raise ValueError(f"ws_closes_per_collection must be at least 1, got {every}")
+            raise UsageError(f"ws_closes_per_collection must be at least 1, got {every}")
         self.every = every
         self.closed = 0
         self.collections = 0
