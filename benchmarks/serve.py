@@ -50,6 +50,12 @@ fresh process per round pinned to the server's CPU, alternating with ``--baselin
 
     .venv/bin/python benchmarks/serve.py --only openenv-handler --rounds 7 --baseline-root DIR
 
+**``/ws`` under connection churn** (``--only ws-churn``): rounds of 32 concurrent connections,
+each a reset and 30 steps, then closed, against ``simforge serve`` (and ``--baseline-root``):
+the server's RSS before and after, what a closed connection leaves behind.
+
+    .venv/bin/python benchmarks/serve.py --only ws-churn --baseline-root DIR
+
 **The tool plane through the HTTP protocol alone** (``--only rest-handler``): the read and the
 write of ``--only rest`` fed as bytes to the server's own HTTP protocol (uvicorn's, with the
 direct path) in process, no socket, CPU microseconds per request, a fresh process per round
@@ -1054,6 +1060,66 @@ def openenv_handler(args: argparse.Namespace, batches: int = 5,
     return {"rounds": rounds, "summary": summary, "load_average": os.getloadavg()}
 
 
+# -- /ws under connection churn: what closed connections leave behind ------------------------
+
+CHURN_STEPS = 30
+CHURN_CONNECTIONS = 32
+
+
+def ws_churn(args: argparse.Namespace, port: int = 18210) -> dict[str, object]:
+    """``simforge serve``'s resident memory while trainers reconnect: ``--churn-rounds`` rounds
+    of :data:`CHURN_CONNECTIONS` concurrent ``/ws`` connections, each a reset and
+    :data:`CHURN_STEPS` steps, then closed; the servers' RSS before and after (this checkout,
+    and ``--baseline-root`` if given, one after the other, the load pinned to the client's
+    CPU). A server that keeps what closed connections leave grows with every round."""
+    import asyncio
+
+    from websockets.asyncio.client import connect
+
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    reset, step = openenv_frames()[:2]
+
+    async def lane(at: int, seed: int) -> None:
+        async with connect(f"ws://127.0.0.1:{at}/ws", additional_headers=auth,
+                           compression=None) as ws:
+            await ws.send(reset.replace(b'"data":{}', b'"data":{"seed":%d}' % seed))
+            await ws.recv()
+            for _ in range(CHURN_STEPS):
+                await ws.send(step)
+                await ws.recv()
+
+    async def rounds(at: int) -> None:
+        for r in range(args.churn_rounds):
+            await asyncio.gather(*(lane(at, r * CHURN_CONNECTIONS + i)
+                                   for i in range(CHURN_CONNECTIONS)))
+
+    roots = [("this checkout", ROOT)]
+    if args.baseline_root:
+        roots.append(("baseline", Path(args.baseline_root)))
+    out: dict[str, object] = {"rounds": args.churn_rounds, "connections_per_round":
+                              CHURN_CONNECTIONS, "steps": CHURN_STEPS}
+    os.sched_setaffinity(0, {int(CLIENT_CPU)})
+    try:
+        for k, (label, root) in enumerate(roots):
+            proc = start(simforge_cmd(port + k), port + k, cwd=root)
+            try:
+                before = rss_mb(proc.pid)
+                t0 = time.monotonic()
+                asyncio.run(rounds(port + k))
+                time.sleep(0.5)  # the last closes handled
+                after = rss_mb(proc.pid)
+            finally:
+                stop(proc)
+            connections = args.churn_rounds * CHURN_CONNECTIONS
+            out[label] = {"rss_mb_before": round(before, 1), "rss_mb_after": round(after, 1),
+                          "connections": connections,
+                          "kb_per_connection": round((after - before) * 1024 / connections, 1),
+                          "seconds": round(time.monotonic() - t0, 1)}
+    finally:
+        os.sched_setaffinity(0, set(range(os.cpu_count() or 1)))
+    return out
+
+
 REST_HANDLER_LOOP = """
 import asyncio, json, sys, time
 import uvloop
@@ -1276,6 +1342,8 @@ def main() -> None:
                     help="MCP, REST and OpenEnv parts: added to their ports (18195, 18196, "
                          "18200-18202), so that two sittings on one machine do not meet")
     ap.add_argument("--skip-load", action="store_true")
+    ap.add_argument("--churn-rounds", type=int, default=180,
+                    help="--only ws-churn: rounds of 32 connections, each a reset and 30 steps")
     ap.add_argument("--load-processes", type=int, default=4,
                     help="the 500-session load: processes of the load generator")
     ap.add_argument("--load-cpus", default=CLIENT_CPU,
@@ -1341,6 +1409,9 @@ def main() -> None:
         report["rest"] = rest_side_by_side(args, tmp, 18200 + args.port_offset)
     if "openenv" in names:
         report["openenv"] = openenv_side_by_side(args, 18196 + args.port_offset)
+    if "ws-churn" in names:
+        report["ws_churn"] = churn = ws_churn(args, 18210 + args.port_offset)
+        print("/ws under connection churn:", json.dumps(churn))
     if "openenv-handler" in names:
         report["openenv_handler"] = handler = openenv_handler(args)
         print("/ws handler in process, us per message (median over rounds, min-max):",
