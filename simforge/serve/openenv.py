@@ -542,7 +542,8 @@ def openenv_router(manager: SessionManager, token: str, rpc: JsonRpc) -> APIRout
         served = episodes.find(body.episode_id)
         if served is None:
             served = manager.create(
-                seed=body.seed, task=body.task, faults=body.faults, episode_id=body.episode_id
+                seed=body.seed, task=body.task, faults=body.faults, episode_id=body.episode_id,
+                reclaimable=True,
             )
             previous = None
             obs = served.initial_observation(catalog_tools=False)

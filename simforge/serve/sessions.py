@@ -98,6 +98,10 @@ class ServedSession:
     wall_anchor: float = field(default_factory=time.monotonic)
     answers: OrderedDict[str, Any] = field(default_factory=OrderedDict)
     episode_id: str = ""
+    reclaimable: bool = False
+    """Started by OpenEnv's HTTP ``/reset`` for a new episode id, not asked for by name: a
+    full server lets the least recently used of these go for a newer one
+    (:meth:`SessionManager.create`)."""
     """The current episode's id: the one a reset asked for (OpenEnv's ``episode_id``), else a
     fresh one at every reset."""
     connections: int = 0
@@ -294,11 +298,21 @@ class SessionManager:
         max_sim_seconds: float | None = None,
         episode_id: str | None = None,
         operator: bool = False,
+        reclaimable: bool = False,
     ) -> ServedSession:
         """A new session. Its ``faults`` name a profile of the server's library, unless the
         server's operator gives them (``operator``: ``simforge serve --faults`` may be a path
-        on the operator's own disk)."""
+        on the operator's own disk).
+
+        A full server makes room by letting go of the least recently used ``reclaimable``
+        session that nothing is using (no request in it, no open connection): the episodes
+        OpenEnv's HTTP ``/reset`` started under ids of their own, which a trainer that names
+        every rollout leaves behind by the thousand (before, the thousandth within the idle
+        TTL was refused, and every reset after it). Sessions created by name (the control
+        plane, MCP, ``/ws``) are never taken: the server answers 503 as before."""
         self.evict_idle()
+        if len(self.sessions) >= self.limits.max_sessions:
+            self._make_room()
         if len(self.sessions) >= self.limits.max_sessions:
             raise Problem(
                 503,
@@ -344,6 +358,7 @@ class SessionManager:
                 sandbox=sandbox,
                 max_pending=self.limits.max_pending_per_session,
                 tool_token=None if sid == DEFAULT_SESSION else secrets.token_urlsafe(24),
+                reclaimable=reclaimable,
             )
             served.reset(seed, {}, episode_id)
         except NotFound as exc:
@@ -439,6 +454,14 @@ class SessionManager:
         session = served.env.session
         if session is not None:
             session.close()
+
+    def _make_room(self) -> None:
+        """Let go of the least recently used reclaimable session nothing is using, if any."""
+        spare = [s for s in self.sessions.values()
+                 if s.reclaimable and s.pending == 0 and s.connections == 0
+                 and not s.lock.locked()]
+        if spare:
+            self.discard(min(spare, key=lambda s: s.last_used).id)
 
     def evict_idle(self) -> int:
         """Delete the sessions idle for longer than the TTL; returns how many went.

@@ -192,3 +192,52 @@ def test_the_cli_refuses_a_port_in_use_before_announcing_anything():
     assert done.stdout == "", "no token is printed for a server that never starts"
     assert f"cannot listen on 127.0.0.1:{port}" in done.stderr
     assert "serving" not in done.stderr and "Traceback" not in done.stderr
+
+
+READ_ACTION = {"tool_calls": [{"name": "get_customer", "arguments": {"customer_id": "C-0001"}}]}
+
+
+async def test_a_full_server_lets_the_oldest_http_episode_go_for_a_new_one(make_app):
+    """A trainer naming every rollout over OpenEnv's HTTP endpoints starts a session per
+    episode id: at the limit, the least recently used of those goes (it answers 404 after),
+    where every reset was refused until the idle TTL passed."""
+    app = make_app(limits=Limits(max_sessions=4))  # the default session counts
+    async with asgi_client(app) as c:
+        for i in range(8):
+            r = await c.post("/reset", json={"episode_id": f"ep-{i}"}, headers=AUTH)
+            assert r.status_code == 200, r.text
+            step = await c.post("/step", json={"episode_id": f"ep-{i}", "action": READ_ACTION},
+                                headers=AUTH)
+            assert step.status_code == 200, step.text
+        # ep-5 touched again: ep-6 is now the least recently used of the three kept
+        assert (await c.get("/state", params={"episode_id": "ep-5"},
+                            headers=AUTH)).status_code == 200
+        assert (await c.post("/reset", json={"episode_id": "ep-8"}, headers=AUTH)).status_code == 200
+        kept = [i for i in range(9) if (await c.get(
+            "/state", params={"episode_id": f"ep-{i}"}, headers=AUTH)).status_code == 200]
+        assert kept == [5, 7, 8]
+        gone = await c.post("/step", json={"episode_id": "ep-0", "action": READ_ACTION},
+                            headers=AUTH)
+        assert gone.status_code == 404 and gone.json()["code"] == "unknown_episode"
+
+
+async def test_sessions_created_by_name_or_in_use_are_never_taken_for_room(make_app):
+    app = make_app(limits=Limits(max_sessions=4))  # the default session counts
+    manager = app.state.manager
+    async with asgi_client(app) as c:
+        await create_session(c, session_id="named")
+        await create_session(c, session_id="named-too")
+        assert (await c.post("/reset", json={"episode_id": "busy"}, headers=AUTH)).status_code == 200
+        (busy,) = [s for s in manager.sessions.values() if s.episode_id == "busy"]
+        async with busy.lock:  # a step in it (an LLM user replying)
+            r = await c.post("/reset", json={"episode_id": "new"}, headers=AUTH)
+            assert r.status_code == 503 and r.json()["code"] == "too_many_sessions"
+            assert (await c.post("/sessions", json={}, headers=AUTH)).status_code == 503
+        assert {"named", "named-too", busy.id} <= set(manager.sessions)
+        # done with, the episode makes room for the next one
+        assert (await c.post("/reset", json={"episode_id": "new"}, headers=AUTH)).status_code == 200
+        assert busy.id not in manager.sessions
+        assert {"named", "named-too"} <= set(manager.sessions)
+        # a session asked for by name takes an idle HTTP episode's room as well
+        assert (await c.post("/sessions", json={}, headers=AUTH)).status_code == 201
+        assert not any(s.episode_id == "new" for s in manager.sessions.values())
