@@ -14,6 +14,7 @@ This module imports only :mod:`simforge.errors`: every layer may use it.
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 from collections.abc import Iterable, Sequence
@@ -42,7 +43,10 @@ def quantiles(values: Iterable[float], probs: Sequence[float]) -> list[float] | 
     n = math.lcm(*(c.denominator for c in cuts)) if cuts else 1
     points = [data[0], *statistics.quantiles(data, n=n, method="inclusive"), data[-1]]
     # statistics' interpolation ``(a * (n - d) + b * d) / n`` can round outside [a, b] (it
-    # underflows for subnormal values): clamp, so that no quantile lies outside the data
+    # underflows for subnormal values, and between two equal values it may land an ulp off
+    # them, below the cut before): a running maximum keeps the cut points in order, and the
+    # clamp keeps every quantile within the data
+    points = list(itertools.accumulate(points, max))
     lo, hi = float(data[0]), float(data[-1])
     return [min(hi, max(lo, float(points[c.numerator * (n // c.denominator)]))) for c in cuts]
 
