@@ -306,17 +306,12 @@ class Reclaim:
             raise UsageError(f"ws_closes_per_collection must be at least 1, got {every}")
         self.every = every
         self.closed = 0
-        self.collections = 0
 
     def connection_closed(self, loop: asyncio.AbstractEventLoop) -> None:
         self.closed += 1
         if self.closed >= self.every:
             self.closed = 0
-            loop.call_soon(self._collect)
-
-    def _collect(self) -> None:
-        self.collections += 1
-        gc.collect()
+            loop.call_soon(gc.collect)
 
 
 class DirectWebSocket(WebSocketsSansIOProtocol):

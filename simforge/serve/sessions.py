@@ -98,12 +98,12 @@ class ServedSession:
     wall_anchor: float = field(default_factory=time.monotonic)
     answers: OrderedDict[str, Any] = field(default_factory=OrderedDict)
     episode_id: str = ""
+    """The current episode's id: the one a reset asked for (OpenEnv's ``episode_id``), else a
+    fresh one at every reset."""
     reclaimable: bool = False
     """Started by OpenEnv's HTTP ``/reset`` for a new episode id, not asked for by name: a
     full server lets the least recently used of these go for a newer one
     (:meth:`SessionManager.create`)."""
-    """The current episode's id: the one a reset asked for (OpenEnv's ``episode_id``), else a
-    fresh one at every reset."""
     connections: int = 0
     """Open connections (OpenEnv WebSockets) this session belongs to: it is deleted when they
     close, and never evicted as idle while one is open."""
@@ -116,6 +116,11 @@ class ServedSession:
 
     def touch(self) -> None:
         self.last_used = clock()
+
+    @property
+    def busy(self) -> bool:
+        """A request is in the session: its lock held (a step under way) or calls queued."""
+        return self.pending > 0 or self.lock.locked()
 
     def reset(
         self, seed: int | None, options: dict[str, Any], episode_id: str | None = None,
@@ -449,7 +454,7 @@ class SessionManager:
         request that later finds the closed episode gets the 409 of an ended one; the server
         no longer lists the session, so none finds it by id."""
         served = self.sessions.pop(session_id, None)
-        if served is None or served.lock.locked() or served.pending:
+        if served is None or served.busy:
             return
         session = served.env.session
         if session is not None:
@@ -458,8 +463,7 @@ class SessionManager:
     def _make_room(self) -> None:
         """Let go of the least recently used reclaimable session nothing is using, if any."""
         spare = [s for s in self.sessions.values()
-                 if s.reclaimable and s.pending == 0 and s.connections == 0
-                 and not s.lock.locked()]
+                 if s.reclaimable and not s.busy and s.connections == 0]
         if spare:
             self.discard(min(spare, key=lambda s: s.last_used).id)
 
@@ -476,8 +480,8 @@ class SessionManager:
         stale = [
             sid
             for sid, s in self.sessions.items()
-            if sid != DEFAULT_SESSION and s.last_used < limit and s.pending == 0
-            and s.connections == 0 and not s.lock.locked()
+            if sid != DEFAULT_SESSION and s.last_used < limit and not s.busy
+            and s.connections == 0
         ]
         for sid in stale:
             self.discard(sid)
